@@ -44,7 +44,8 @@ struct ma_level {
 	unsigned first_pu, nb_pus; /* range of PU logical indexes (hwloc order is contiguous) */
 	int numa;                 /* logical index of the NUMA node covering the item, -1 if several */
 	int cpukind;              /* index in ma_topo.cpukinds if all PUs share one kind, else -1 */
-	unsigned first_vp, nb_vps; /* VPs served below this item (contiguous); nb_vps may be 0 */
+	unsigned first_vp, nb_vps; /* VPs served below this item: smallest and count (a contiguous
+				      range unless there are more VPs than cores); nb_vps may be 0 */
 };
 
 struct ma_cpukind {

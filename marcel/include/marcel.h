@@ -1,0 +1,18 @@
+/**
+ * @file marcel.h
+ * @brief The whole marcel API: include this one header.
+ *
+ * marcel is an M:N user-level thread scheduler whose run queues mirror the machine's
+ * topology. See README.md for the environment variables (`MARCEL_NVP`,
+ * `MARCEL_TOPOLOGY`, `MARCEL_STACK_SIZE`, ...).
+ */
+#ifndef MARCEL_H
+#define MARCEL_H
+
+#include <marcel/types.h>
+#include <marcel/vpset.h>
+#include <marcel/attr.h>
+#include <marcel/thread.h>
+#include <marcel/topology.h>
+
+#endif

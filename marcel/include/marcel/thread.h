@@ -1,0 +1,135 @@
+/**
+ * @file marcel/thread.h
+ * @brief Runtime start/stop and user-level threads.
+ */
+#ifndef MARCEL_THREAD_H
+#define MARCEL_THREAD_H
+
+#include <marcel/types.h>
+#include <marcel/attr.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @defgroup marcel_runtime Runtime
+ * @{ */
+
+/**
+ * Starts the runtime: reads the `MARCEL_*` environment variables and the `--marcel-*`
+ * arguments (which it removes from @p argv, adjusting @p *argc), loads the topology,
+ * starts one worker kernel thread per VP and turns the caller into a user-level thread
+ * running on VP 0. Arguments override environment variables.
+ *
+ * Call it once, from the process's main thread, before any other marcel call except the
+ * attribute functions. @p argc and @p argv may be NULL (only the environment is read).
+ *
+ * @return 0 on success. On a bad variable or argument, prints one line to stderr naming
+ * it, the value and what is accepted, and returns EINVAL; EBUSY if the runtime is already
+ * running; ENOENT for a missing topology file; ENOMEM/EAGAIN if memory or kernel threads
+ * ran out. On error nothing is left running and marcel_init() may be called again.
+ */
+int marcel_init(int *argc, char **argv);
+
+/**
+ * Waits for every remaining user thread to end, stops the workers and frees everything
+ * the runtime allocated. Must be called by the thread that called marcel_init(); from
+ * another thread it prints an error and returns without doing anything. Threads never
+ * joined are reclaimed. After it returns, marcel_init() may be called again.
+ */
+void marcel_end(void);
+
+/** @} */
+
+/** @defgroup marcel_threads Threads
+ * Thread handles (::marcel_t) are valid from creation until the thread is joined, or for
+ * a detached thread until it ends. Unless stated otherwise these functions must be
+ * called from a marcel thread (between marcel_init() and marcel_end()).
+ *
+ * Per-thread state saved across switches: the callee-saved registers, `errno`, and the
+ * SSE/x87 control words (rounding, exception masks). Sticky floating-point status flags
+ * are not per thread.
+ * @{ */
+
+/**
+ * Creates a thread running @p func(@p arg) and makes it ready.
+ * @param pid receives the handle; may be NULL, in which case the thread is detached (no
+ *        handle, nothing to join: it is reclaimed when it ends).
+ * @param attr attributes, or NULL for the defaults.
+ * @return 0; EINVAL if @p func is NULL, @p attr is not initialised or its vpset names no
+ * existing VP; EPERM if the runtime is not running; EAGAIN if memory ran out.
+ */
+int marcel_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg);
+
+/** Like marcel_create() but leaves the thread unscheduled until
+ * marcel_wake_up_created_thread() (used to build bubble trees before they run).
+ * @return as marcel_create(). */
+int marcel_create_dontsched(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg);
+
+/** Makes a thread created with marcel_create_dontsched() ready.
+ * @return 0; ESRCH if @p t is NULL or no longer exists; EINVAL if it was not created
+ * with marcel_create_dontsched() or was already woken. */
+int marcel_wake_up_created_thread(marcel_t t);
+
+/**
+ * Waits for @p t to end and collects its result.
+ * @param status receives the thread's result (its return value or marcel_exit()
+ *        argument); may be NULL.
+ * @return 0; EDEADLK if @p t is the caller; EINVAL if @p t is detached or another thread
+ * is already joining it; ESRCH if @p t is NULL or was already joined.
+ * May also be called from a kernel thread that is not a marcel thread: it then blocks in
+ * the kernel.
+ */
+int marcel_join(marcel_t t, any_t *status);
+
+/** Detaches @p t: it will be reclaimed when it ends and cannot be joined.
+ * @return 0; EINVAL if @p t is already detached or being joined; ESRCH if @p t is NULL
+ * or was already joined. */
+int marcel_detach(marcel_t t);
+
+/** Ends the calling thread with result @p retval. From the main thread it behaves like
+ * marcel_end() followed by `exit(0)`, as pthread_exit() does in main. */
+void marcel_exit(any_t retval) __attribute__((noreturn));
+
+/** Returns the calling thread, or NULL when called from a kernel thread that is not a
+ * marcel thread. */
+marcel_t marcel_self(void);
+
+/** Returns non-zero if @p a and @p b are the same thread. */
+int marcel_equal(marcel_t a, marcel_t b);
+
+/** Lets another ready thread of the same or a more urgent priority run, if any; the
+ * caller goes to the back of its run queue. Cheap when nothing else is ready.
+ * @return 0; EPERM if the caller is not a marcel thread. */
+int marcel_yield(void);
+
+/**
+ * Switches directly to @p t if it is ready and allowed to run on the caller's VP.
+ * @return 0 if the switch happened (or @p t is the caller); EAGAIN if @p t is running,
+ * blocked or bound elsewhere, in which case the caller yields normally; ESRCH if @p t is
+ * NULL or has ended; EPERM if the caller is not a marcel thread.
+ */
+int marcel_yield_to(marcel_t t);
+
+/** Renames @p t (truncated to ::MARCEL_MAXNAMESIZE - 1 characters).
+ * @return 0, or ESRCH/EINVAL for a NULL thread/name. */
+int marcel_setname(marcel_t t, const char *name);
+
+/** Copies @p t's name into @p buf (at most @p n bytes, NUL-terminated).
+ * @return 0; ESRCH if @p t is NULL; EINVAL if @p buf is NULL; ERANGE if @p n is too small. */
+int marcel_getname(marcel_t t, char *buf, size_t n);
+
+/** Returns the number of the VP (worker) running the caller, or -1 when called from a
+ * kernel thread that is not a marcel thread. */
+int marcel_current_vp(void);
+
+/** Returns the number of VPs (workers), or 0 if the runtime is not running. */
+unsigned marcel_nbvps(void);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,247 @@
+/* marcel_init / marcel_end: build the run-queue tree and workers, and take it all down. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ma_sched.h"
+#include "ma_sanitizer.h"
+
+#define MA_IDLE_STACK_SIZE ((size_t)64 * 1024)
+#define MA_IDLE_SPIN_US 50
+
+struct ma_runtime ma_rt;
+
+static cpu_set_t ma_main_affinity;
+static int ma_main_affinity_saved;
+
+static void ma_idle_task_init(struct ma_worker *w)
+{
+	struct marcel_task *t = &w->idle;
+	memset(t, 0, sizeof(*t));
+	t->magic = MA_TASK_MAGIC;
+	t->e.type = MA_TASK_ENTITY;
+	t->e.prio = MA_IDLE_PRIO;
+	t->e.sched_holder = &w->rq.hold;
+	ma_list_init(&t->e.run_node);
+	t->is_idle = 1;
+	atomic_init(&t->state, MA_TASK_RUNNING);
+	t->last_vp = (int)w->vp;
+	snprintf(t->name, sizeof(t->name), "idle VP%u", w->vp);
+}
+
+/* Frees whatever marcel_init built; safe on a partially built runtime. */
+static void ma_runtime_free(void)
+{
+	if (ma_rt.workers) {
+		ma_stack_pools_free();
+		ma_task_pools_free();
+		struct ma_worker *w0 = &ma_rt.workers[0];
+		if (w0->idle_stack)
+			ma_stack_unmap(w0->idle_stack, w0->idle_stack_size);
+		ma_altstack_teardown(w0);
+		for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+			free(ma_rt.workers[v].path);
+		free(ma_rt.workers);
+	}
+	free(ma_rt.rqs);
+	ma_topo_free(&ma_rt.topo);
+	if (ma_main_affinity_saved) {
+		sched_setaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity);
+		ma_main_affinity_saved = 0;
+	}
+	ma_tls_worker = NULL;
+	memset(&ma_rt, 0, sizeof(ma_rt));
+}
+
+static int ma_build_queues(void)
+{
+	struct ma_topo *topo = &ma_rt.topo;
+	ma_rt.rqs = aligned_alloc(64, topo->nb_levels * sizeof(*ma_rt.rqs));
+	ma_rt.workers = aligned_alloc(64, ma_rt.nb_vps * sizeof(*ma_rt.workers));
+	if (!ma_rt.rqs || !ma_rt.workers)
+		return ENOMEM;
+	memset(ma_rt.workers, 0, ma_rt.nb_vps * sizeof(*ma_rt.workers));
+	for (unsigned i = 0; i < topo->nb_levels; i++) {
+		const struct ma_level *l = &topo->levels[i];
+		ma_rq_init(&ma_rt.rqs[i], l->name, l, -1, l->parent ? &ma_rt.rqs[l->parent->id] : NULL);
+		ma_rt.rqs[i].first_vp = ~0u;
+	}
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *w = &ma_rt.workers[v];
+		const struct ma_level *leaf = topo->vps[v].leaf;
+		char name[32];
+		snprintf(name, sizeof(name), "VP%u", v);
+		w->vp = v;
+		ma_rq_init(&w->rq, name, leaf, (int)v, &ma_rt.rqs[leaf->id]);
+		w->rq.first_vp = v;
+		w->rq.nb_vps = 1;
+		w->path_len = leaf->depth + 2;
+		w->path = malloc(w->path_len * sizeof(*w->path));
+		if (!w->path)
+			return ENOMEM;
+		w->path[0] = &w->rq;
+		unsigned k = 1;
+		for (const struct ma_level *l = leaf; l; l = l->parent) {
+			struct ma_runqueue *rq = &ma_rt.rqs[l->id];
+			w->path[k++] = rq;
+			/* Range of VPs that look at rq; the wake-up scan checks membership, so
+			 * wrapped VP maps (more VPs than cores) stay correct. */
+			if (rq->first_vp == ~0u)
+				rq->first_vp = v;
+			rq->nb_vps = v - rq->first_vp + 1;
+		}
+		atomic_init(&w->state, MA_WORKER_BUSY);
+		ma_idle_task_init(w);
+	}
+	for (unsigned i = 0; i < topo->nb_levels; i++)
+		if (ma_rt.rqs[i].first_vp == ~0u)
+			ma_rt.rqs[i].first_vp = 0;
+	return 0;
+}
+
+static int ma_setup_main(void)
+{
+	struct ma_worker *w0 = &ma_rt.workers[0];
+	struct marcel_task *m = ma_task_alloc(NULL);
+	if (!m)
+		return ENOMEM;
+	m->is_main = 1;
+	m->e.prio = MA_DEF_PRIO;
+	m->e.sched_holder = &ma_rt.rqs[0].hold;
+	/* main is nobody's to join or reclaim: marcel_end takes care of it. */
+	atomic_init(&m->link, MA_LINK_DETACHED);
+	atomic_init(&m->state, MA_TASK_RUNNING);
+	atomic_init(&m->on_cpu, 1);
+	m->preemptible = 1;
+	m->last_vp = 0;
+	strcpy(m->name, "main");
+	m->worker = w0;
+	ma_rt.main_task = m;
+
+	w0->current = m;
+	w0->errno_loc = &errno;
+	ma_tls_worker = w0;
+
+	/* VP 0's kernel thread runs main, so its scheduling context needs a stack of its own. */
+	size_t mapped;
+	w0->idle_stack = ma_stack_map(MA_IDLE_STACK_SIZE, &mapped);
+	if (!w0->idle_stack)
+		return ENOMEM;
+	w0->idle_stack_size = MA_IDLE_STACK_SIZE;
+	w0->idle.asan_bottom = w0->idle_stack;
+	w0->idle.asan_size = MA_IDLE_STACK_SIZE;
+	w0->idle.stack_base = w0->idle_stack;
+	ma_ctx_make(&w0->idle.ctx, w0->idle_stack, MA_IDLE_STACK_SIZE, ma_arch_fpctl(),
+		    ma_idle_loop, w0);
+
+	if (!ma_rt.topo.fake && !sched_getaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity))
+		ma_main_affinity_saved = 1;
+	int e = ma_topo_bind_self(&ma_rt.topo, 0);
+	if (e)
+		fprintf(stderr, "marcel: warning: cannot bind VP0 to PU%u: %s\n", ma_rt.topo.vps[0].pu_os,
+			strerror(e));
+	if (ma_altstack_setup(w0))
+		fprintf(stderr, "marcel: warning: no signal stack for VP0: stack overflows will not be "
+				"reported\n");
+	return 0;
+}
+
+int marcel_init(int *argc, char **argv)
+{
+	if (ma_rt.running)
+		return EBUSY;
+	memset(&ma_rt, 0, sizeof(ma_rt));
+	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
+	ma_rt.idle_spin_us = MA_IDLE_SPIN_US;
+	int e = ma_options_parse(&ma_rt.opt, argc, argv);
+	if (e) {
+		memset(&ma_rt, 0, sizeof(ma_rt));
+		return e;
+	}
+
+	struct ma_topo_options to = {
+		.spec = ma_rt.opt.topology,
+		.maxarity = ma_rt.opt.maxarity,
+		.nvp = ma_rt.opt.nvp,
+		.smt = ma_rt.opt.smt,
+	};
+	char err[512];
+	e = ma_topo_load(&ma_rt.topo, &to, err, sizeof(err));
+	if (e) {
+		if (ma_rt.opt.topology)
+			fprintf(stderr, "marcel: %s='%s': %s\n", ma_rt.opt.topology_src, ma_rt.opt.topology, err);
+		else
+			fprintf(stderr, "marcel: cannot load this machine's topology: %s\n", err);
+		memset(&ma_rt, 0, sizeof(ma_rt));
+		return e;
+	}
+	ma_rt.nb_vps = ma_rt.topo.nb_vps;
+
+	if ((e = ma_build_queues()) || (e = ma_setup_main()) || (e = ma_overflow_handler_install())) {
+		fprintf(stderr, "marcel: cannot start the runtime: %s\n", strerror(e));
+		ma_runtime_free();
+		return e;
+	}
+	ma_rt.running = 1;
+	if ((e = ma_workers_start())) {
+		ma_overflow_handler_remove();
+		ma_runtime_free();
+		return e;
+	}
+	return 0;
+}
+
+/* Threads made with marcel_create_dontsched and never woken would make marcel_end wait
+ * forever: run them, and say so. */
+static void ma_wake_unwoken(void)
+{
+	unsigned n = 0;
+	/* Held so that no chunk is added (and the array moved) while we walk it. */
+	ma_spin_lock(&ma_rt.pool_lock);
+	for (unsigned c = 0; c < ma_rt.nb_task_chunks; c++) {
+		struct marcel_task *chunk = ma_rt.task_chunks[c];
+		for (unsigned i = 0; i < 64; i++)
+			if (atomic_load(&chunk[i].state) == MA_TASK_BORN &&
+			    marcel_wake_up_created_thread(&chunk[i]) == 0)
+				n++;
+	}
+	ma_spin_unlock(&ma_rt.pool_lock);
+	if (n)
+		fprintf(stderr, "marcel: marcel_end: %u thread(s) created with marcel_create_dontsched were "
+				"never woken; running them now\n", n);
+}
+
+void marcel_end(void)
+{
+	if (!ma_rt.running)
+		return;
+	struct ma_worker *w = ma_worker_self();
+	struct marcel_task *m = ma_rt.main_task;
+	if (!w || w->current != m) {
+		fprintf(stderr, "marcel: marcel_end must be called by the thread that called marcel_init; "
+				"ignored\n");
+		return;
+	}
+
+	ma_wake_unwoken();
+
+	struct ma_waiter wt;
+	ma_waiter_init(&wt);
+	atomic_store(&ma_rt.end_waiter, &wt);
+	if (atomic_load(&ma_rt.live_threads) != 0 || atomic_exchange(&ma_rt.end_waiter, NULL) != &wt)
+		ma_waiter_wait(&wt);
+
+	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
+	m->e.sched_holder = &ma_rt.workers[0].rq.hold;
+	while ((w = ma_worker_self()) != &ma_rt.workers[0]) {
+		m->post = MA_POST_REQUEUE;
+		ma_schedule_blocked(w, m);
+	}
+
+	ma_workers_stop();
+	ma_overflow_handler_remove();
+	ma_runtime_free();
+}

@@ -1,0 +1,52 @@
+/* Spin locks for holders, and the futex calls idle workers and foreign waiters sleep on. */
+#ifndef MA_LOCK_H
+#define MA_LOCK_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "ma_arch.h"
+
+typedef struct {
+	atomic_int locked;
+} ma_spinlock_t;
+
+#define MA_SPINLOCK_INIT { 0 }
+
+static inline void ma_spin_init(ma_spinlock_t *l)
+{
+	atomic_init(&l->locked, 0);
+}
+
+static inline int ma_spin_trylock(ma_spinlock_t *l)
+{
+	return !atomic_load_explicit(&l->locked, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
+}
+
+static inline void ma_spin_lock(ma_spinlock_t *l)
+{
+	/* Test-and-test-and-set: waiters spin on a shared line, not on the bus. */
+	while (atomic_exchange_explicit(&l->locked, 1, memory_order_acquire))
+		while (atomic_load_explicit(&l->locked, memory_order_relaxed))
+			ma_cpu_relax();
+}
+
+static inline void ma_spin_unlock(ma_spinlock_t *l)
+{
+	atomic_store_explicit(&l->locked, 0, memory_order_release);
+}
+
+static inline void ma_futex_wait(atomic_uint *addr, unsigned expected)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static inline void ma_futex_wake(atomic_uint *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * The M:N core's data model: entities and holders, run queues, tasks, workers, and the
+ * runtime's global state.
+ *
+ * An entity is a thread or a bubble; a holder is a run queue or a bubble. Run queues
+ * only ever see entities, so bubbles can be queued without changing this layer.
+ */
+#ifndef MA_SCHED_H
+#define MA_SCHED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <marcel.h>
+#include "ma_arch.h"
+#include "ma_list.h"
+#include "ma_lock.h"
+#include "ma_topology.h"
+
+#define MA_HIDDEN __attribute__((visibility("hidden")))
+#define ma_likely(x) __builtin_expect(!!(x), 1)
+#define ma_unlikely(x) __builtin_expect(!!(x), 0)
+#define MA_XSTR(x) #x
+#define MA_STR(x) MA_XSTR(x)
+
+/* ---- entities and holders ---- */
+
+enum ma_entity_type { MA_TASK_ENTITY, MA_BUBBLE_ENTITY };
+enum ma_holder_type { MA_RUNQUEUE_HOLDER, MA_BUBBLE_HOLDER };
+
+struct ma_holder {
+	enum ma_holder_type type;
+	ma_spinlock_t lock;
+};
+
+struct ma_entity {
+	enum ma_entity_type type;
+	int prio;
+	struct ma_holder *natural_holder; /* the bubble the application put it in; NULL: none yet */
+	struct ma_holder *sched_holder;   /* where it goes when it becomes ready */
+	struct ma_holder *ready_holder;   /* where it is queued now; NULL when not queued.
+					     Written under that holder's lock. */
+	struct ma_list run_node;          /* link in ready_holder's priority list */
+	int sched_level;
+};
+
+/* ---- run queues ---- */
+
+struct ma_runqueue {
+	struct ma_holder hold;
+	/* Bit p set <=> queue[p] is non-empty. Written under the lock, read without it by
+	 * find_next, which then locks the winner and checks again. */
+	_Atomic uint64_t bitmap;
+	unsigned nr_ready;                /* under the lock */
+	/* Idle workers that can see this queue; read by enqueuers under the lock to decide
+	 * whether someone must be woken (see worker.c for the protocol). */
+	atomic_int nr_spinning;
+	atomic_int nr_sleeping;
+	struct ma_runqueue *father;
+	const struct ma_level *level;     /* topology item; for a VP's queue, the VP's leaf */
+	int vp;                           /* VP number for a VP's own queue, else -1 */
+	unsigned first_vp, nb_vps;        /* workers whose find_next looks at this queue */
+	char name[32];
+	struct ma_list queue[MA_MAX_PRIO];
+} __attribute__((aligned(64)));
+
+static inline struct ma_runqueue *ma_rq_of_holder(struct ma_holder *h)
+{
+	return ma_container_of(h, struct ma_runqueue, hold);
+}
+
+/* ---- tasks ---- */
+
+enum ma_task_state {
+	MA_TASK_FREE,      /* descriptor in a pool */
+	MA_TASK_BORN,      /* created with marcel_create_dontsched, not woken */
+	MA_TASK_READY,     /* queued */
+	MA_TASK_RUNNING,
+	MA_TASK_BLOCKING,  /* about to block: a wake-up now cancels the block */
+	MA_TASK_BLOCKED,
+	MA_TASK_DEAD,      /* ended, not yet joined */
+};
+
+/* What the context we switch to does with the one we leave, once its registers are saved. */
+enum ma_post {
+	MA_POST_NONE,      /* blocked or already queued: just release on_cpu */
+	MA_POST_REQUEUE,   /* yielded: queue it on its sched holder */
+	MA_POST_EXIT,      /* ended: recycle its stack, publish its death */
+};
+
+/* Low bits of marcel_task.link; the rest is the joiner's struct ma_waiter pointer. One
+ * atomic word lets exit, join and detach agree on who frees the descriptor. */
+#define MA_LINK_DETACHED ((uintptr_t)1)
+#define MA_LINK_DEAD ((uintptr_t)2)
+#define MA_LINK_FLAGS ((uintptr_t)3)
+
+#define MA_TASK_MAGIC 0x4d54534bu /* "MTSK" */
+
+struct ma_waiter;
+
+struct marcel_task {
+	struct ma_entity e;               /* first: a task is an entity */
+	ma_ctx_t ctx;
+	/* Set while the task's registers are not yet saved after it left a worker; whoever
+	 * picks it waits for this to clear before switching to it. */
+	atomic_int on_cpu;
+	atomic_int state;
+	enum ma_post post;
+	struct ma_worker *worker;         /* worker running it, while it runs */
+	marcel_func_t func;
+	any_t arg;
+	any_t retval;
+	void *stack_base;                 /* lowest usable byte; NULL until first run */
+	size_t stack_size;                /* requested size; the stack is bound at first run */
+	uint64_t fpctl;                   /* FP control state inherited from the creator */
+	int saved_errno;
+	_Atomic uintptr_t link;           /* joiner's waiter | MA_LINK_* */
+	unsigned magic;
+	unsigned char is_main, is_idle, preemptible, dontsched;
+	int last_vp;
+	char name[MARCEL_MAXNAMESIZE];
+	struct marcel_task *pool_next;
+	/* AddressSanitizer fiber bookkeeping (unused in normal builds). */
+	void *asan_fake_stack;
+	const void *asan_bottom;
+	size_t asan_size;
+};
+
+/* Someone waiting for an event: a marcel task (blocks in the scheduler) or a kernel thread
+ * that is not a marcel thread (blocks on the futex word). */
+struct ma_waiter {
+	struct marcel_task *task;
+	atomic_uint done;                 /* set by the waker as its last touch of the waiter */
+} __attribute__((aligned(8)));
+
+/* ---- workers ---- */
+
+enum ma_worker_state { MA_WORKER_BUSY, MA_WORKER_SPINNING, MA_WORKER_SLEEPING, MA_WORKER_WAKING };
+
+struct ma_stack;
+
+struct ma_worker {
+	unsigned vp;
+	struct marcel_task *current;
+	struct ma_runqueue **path;        /* own queue first, machine last */
+	unsigned path_len;
+	atomic_int state;                 /* enum ma_worker_state */
+	atomic_uint wake_seq;             /* futex word idle workers sleep on */
+	unsigned rr_next;                 /* MARCEL_SCHED_OTHER round robin */
+	int *errno_loc;                   /* this kernel thread's errno */
+	int has_kthread;
+	pthread_t kthread;
+	struct marcel_task idle;          /* the worker's scheduling context */
+	void *idle_stack;                 /* VP 0's scheduling context needs a stack of its own */
+	size_t idle_stack_size;
+	void *altstack;                   /* signal stack for the overflow handler */
+	/* Per-worker pools: touched only by the worker they belong to. */
+	struct ma_stack *stacks;
+	unsigned nb_stacks;
+	struct marcel_task *tasks;
+	unsigned nb_tasks;
+	struct ma_runqueue rq;            /* the VP's own queue */
+} __attribute__((aligned(64)));
+
+/* ---- global state ---- */
+
+struct ma_options {
+	const char *topology;             /* NULL: this machine */
+	const char *topology_src;         /* the variable or flag it came from, for errors */
+	unsigned nvp;                     /* 0: default */
+	int smt;
+	unsigned maxarity;
+	size_t stack_size;
+	char topology_buf[4096];
+};
+
+struct ma_runtime {
+	int running;
+	struct ma_options opt;
+	struct ma_topo topo;
+	unsigned nb_vps;
+	struct ma_worker *workers;
+	struct ma_runqueue *rqs;          /* one per topology item, indexed by ma_level.id */
+	struct marcel_task *main_task;
+	pthread_t main_kthread;
+	size_t page_size;
+	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
+	atomic_long live_threads;         /* user threads created and not yet ended */
+	struct ma_waiter *_Atomic end_waiter;
+	atomic_int stopping;
+	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
+	 * marcel threads. */
+	ma_spinlock_t pool_lock;
+	struct ma_stack *stacks;
+	unsigned nb_stacks;
+	struct marcel_task *tasks;
+	unsigned nb_tasks;
+	void **task_chunks;               /* every descriptor chunk ever allocated */
+	unsigned nb_task_chunks, max_task_chunks;
+};
+
+extern struct ma_runtime ma_rt MA_HIDDEN;
+extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* The worker running the caller, read afresh (see MA_TLS_READ); NULL outside workers. */
+static inline struct ma_worker *ma_worker_self(void)
+{
+	struct ma_worker *w;
+	MA_TLS_READ(ma_tls_worker, w);
+	return w;
+}
+
+static inline struct marcel_task *ma_task_self(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	return w ? w->current : NULL;
+}
+
+/* ---- runqueue.c ---- */
+void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
+		struct ma_runqueue *father) MA_HIDDEN;
+/* Queues a ready entity on rq and wakes an idle worker that can see it if needed. */
+void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+/* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
+ * NULL if none. */
+struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
+/* Lock-free peek: the queue holding the best candidate, or NULL. */
+struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio) MA_HIDDEN;
+
+/* ---- sched.c ---- */
+void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next) MA_HIDDEN;
+void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev) MA_HIDDEN;
+void ma_task_entry(void *prev, void *task) MA_HIDDEN;
+void ma_wake_task(struct marcel_task *t) MA_HIDDEN;
+void ma_waiter_init(struct ma_waiter *wt) MA_HIDDEN;
+/* Blocks until ma_waiter_wake has been called on wt (at once if it already was). A waiter
+ * is one-shot: initialise it again for the next wait. */
+void ma_waiter_wait(struct ma_waiter *wt) MA_HIDDEN;
+void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
+void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
+
+/* ---- worker.c ---- */
+int ma_workers_start(void) MA_HIDDEN;
+void ma_workers_stop(void) MA_HIDDEN;
+void ma_wake_idle_worker(struct ma_runqueue *rq) MA_HIDDEN;
+void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
+
+/* ---- stack.c ---- */
+int ma_stack_bind(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
+void ma_stack_release(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
+void ma_stack_pools_free(void) MA_HIDDEN;
+int ma_altstack_setup(struct ma_worker *w) MA_HIDDEN;
+void ma_altstack_teardown(struct ma_worker *w) MA_HIDDEN;
+int ma_overflow_handler_install(void) MA_HIDDEN;
+void ma_overflow_handler_remove(void) MA_HIDDEN;
+void *ma_stack_map(size_t size, size_t *mapped) MA_HIDDEN;
+void ma_stack_unmap(void *base, size_t size) MA_HIDDEN;
+
+/* ---- task.c ---- */
+struct marcel_task *ma_task_alloc(struct ma_worker *w) MA_HIDDEN;
+void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
+void ma_task_pools_free(void) MA_HIDDEN;
+int ma_task_valid(const struct marcel_task *t) MA_HIDDEN;
+
+/* ---- options.c ---- */
+int ma_options_parse(struct ma_options *o, int *argc, char **argv) MA_HIDDEN;
+
+#endif

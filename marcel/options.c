@@ -1,0 +1,212 @@
+/*
+ * Runtime options from MARCEL_* environment variables and --marcel-* arguments.
+ * Arguments win over the environment. A bad value is reported in one line naming the
+ * variable or flag, the value and what is accepted; nothing is silently defaulted.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ma_sched.h"
+
+extern char **environ;
+
+#define MA_DEFAULT_STACK_SIZE ((size_t)128 * 1024)
+#define MA_DEFAULT_MAXARITY 8u
+
+typedef int (*ma_opt_parser)(struct ma_options *o, const char *v, const char **accepted);
+
+static int ma_parse_uint(const char *v, unsigned long long min, unsigned long long max,
+			 unsigned long long *out)
+{
+	if (!*v || *v == '-' || *v == '+')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || *end || x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int ma_opt_nvp(struct ma_options *o, const char *v, const char **accepted)
+{
+	unsigned long long x;
+	*accepted = "a whole number of workers from 1 to " MA_STR(MARCEL_NBMAXVPS);
+	if (ma_parse_uint(v, 1, MARCEL_NBMAXVPS, &x))
+		return -1;
+	o->nvp = (unsigned)x;
+	return 0;
+}
+
+static int ma_opt_smt(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "0 (one worker per core) or 1 (one worker per hardware thread)";
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -1;
+	o->smt = v[0] == '1';
+	return 0;
+}
+
+static int ma_opt_maxarity(struct ma_options *o, const char *v, const char **accepted)
+{
+	unsigned long long x;
+	*accepted = "a whole number from 2 to 1024";
+	if (ma_parse_uint(v, 2, 1024, &x))
+		return -1;
+	o->maxarity = (unsigned)x;
+	return 0;
+}
+
+static int ma_opt_topology(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "a hwloc synthetic description such as \"pack:2 numa:2 core:4 pu:2\", or @file.xml";
+	if (!*v || strlen(v) >= sizeof(o->topology_buf))
+		return -1;
+	strcpy(o->topology_buf, v);
+	o->topology = o->topology_buf;
+	return 0;
+}
+
+static int ma_opt_stack_size(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "a size in bytes from 16k to 1G, with an optional k, M or G suffix";
+	if (!*v || *v == '-' || *v == '+')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || x > (MARCEL_STACK_MAX >> shift))
+		return -1;
+	x <<= shift;
+	if (x < MARCEL_STACK_MIN || x > MARCEL_STACK_MAX)
+		return -1;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	o->stack_size = ((size_t)x + page - 1) & ~(page - 1);
+	return 0;
+}
+
+static const struct {
+	const char *env;
+	const char *flag;
+	ma_opt_parser parse;
+} ma_opts[] = {
+	{ "MARCEL_NVP", "--marcel-nvp", ma_opt_nvp },
+	{ "MARCEL_SMT", "--marcel-smt", ma_opt_smt },
+	{ "MARCEL_TOPOLOGY", "--marcel-topology", ma_opt_topology },
+	{ "MARCEL_MAXARITY", "--marcel-maxarity", ma_opt_maxarity },
+	{ "MARCEL_STACK_SIZE", "--marcel-stack-size", ma_opt_stack_size },
+};
+#define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
+
+/* Documented knobs that later parts of the runtime will read; say so rather than
+ * silently ignoring them. */
+static const char *const ma_future_env[] = {
+	"MARCEL_BUBBLE_SCHEDULER", "MARCEL_TIMESLICE", "MARCEL_HWPRIO", "MARCEL_TRACE", "MARCEL_SPIN",
+};
+
+static void ma_check_unknown_env(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "MARCEL_", 7))
+			continue;
+		size_t len = strcspn(*e, "=");
+		int known = 0;
+		for (size_t i = 0; i < MA_NB_OPTS && !known; i++)
+			known = strlen(ma_opts[i].env) == len && !strncmp(*e, ma_opts[i].env, len);
+		for (size_t i = 0; i < sizeof(ma_future_env) / sizeof(*ma_future_env) && !known; i++)
+			if (strlen(ma_future_env[i]) == len && !strncmp(*e, ma_future_env[i], len)) {
+				fprintf(stderr, "marcel: warning: %.*s is not supported by this version yet; "
+						"ignored\n", (int)len, *e);
+				known = 1;
+			}
+		if (!known) {
+			fprintf(stderr, "marcel: warning: unknown environment variable %.*s (known:", (int)len, *e);
+			for (size_t i = 0; i < MA_NB_OPTS; i++)
+				fprintf(stderr, " %s", ma_opts[i].env);
+			fprintf(stderr, ")\n");
+		}
+	}
+}
+
+static void ma_remove_args(int *argc, char **argv, int at, int n)
+{
+	for (int i = at; i + n <= *argc; i++)
+		argv[i] = argv[i + n];
+	*argc -= n;
+}
+
+int ma_options_parse(struct ma_options *o, int *argc, char **argv)
+{
+	memset(o, 0, sizeof(*o));
+	o->maxarity = MA_DEFAULT_MAXARITY;
+	o->stack_size = MA_DEFAULT_STACK_SIZE;
+	const char *accepted = "";
+
+	for (size_t i = 0; i < MA_NB_OPTS; i++) {
+		const char *v = getenv(ma_opts[i].env);
+		if (v && ma_opts[i].parse(o, v, &accepted)) {
+			fprintf(stderr, "marcel: %s='%s': expected %s\n", ma_opts[i].env, v, accepted);
+			return EINVAL;
+		}
+		if (v && ma_opts[i].parse == ma_opt_topology)
+			o->topology_src = ma_opts[i].env;
+	}
+	ma_check_unknown_env();
+
+	if (!argc || !argv)
+		return 0;
+	for (int a = 1; a < *argc;) {
+		const char *arg = argv[a];
+		if (!arg || strncmp(arg, "--marcel-", 9)) {
+			a++;
+			continue;
+		}
+		size_t i, nlen = strcspn(arg, "=");
+		for (i = 0; i < MA_NB_OPTS; i++)
+			if (strlen(ma_opts[i].flag) == nlen && !strncmp(arg, ma_opts[i].flag, nlen))
+				break;
+		if (i == MA_NB_OPTS) {
+			fprintf(stderr, "marcel: unknown argument %s (accepted:", arg);
+			for (size_t k = 0; k < MA_NB_OPTS; k++)
+				fprintf(stderr, " %s", ma_opts[k].flag);
+			fprintf(stderr, ")\n");
+			return EINVAL;
+		}
+		const char *v;
+		int used;
+		if (arg[nlen] == '=') {
+			v = arg + nlen + 1;
+			used = 1;
+		} else if (a + 1 < *argc) {
+			v = argv[a + 1];
+			used = 2;
+		} else {
+			(void)ma_opts[i].parse(o, "", &accepted);
+			fprintf(stderr, "marcel: %s needs a value: %s\n", ma_opts[i].flag, accepted);
+			return EINVAL;
+		}
+		if (ma_opts[i].parse(o, v, &accepted)) {
+			fprintf(stderr, "marcel: %s '%s': expected %s\n", ma_opts[i].flag, v, accepted);
+			return EINVAL;
+		}
+		if (ma_opts[i].parse == ma_opt_topology)
+			o->topology_src = ma_opts[i].flag;
+		ma_remove_args(argc, argv, a, used);
+	}
+	return 0;
+}

@@ -1,0 +1,291 @@
+/*
+ * Switching between threads: the switch itself, what the next context finishes for the
+ * previous one, blocking and waking, yield, and each worker's idle loop.
+ *
+ * Invariant: a task's on_cpu is set from the moment a worker decides to run it until its
+ * registers are saved after it leaves. A task may therefore be queued (or woken) while it
+ * is still switching out; whoever picks it waits for on_cpu to clear. That lets yield swap
+ * the current thread and the next one under a single queue lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "ma_sched.h"
+#include "ma_sanitizer.h"
+
+static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
+{
+	ma_stack_release(w, t);
+	atomic_store_explicit(&t->on_cpu, 0, memory_order_relaxed);
+	uintptr_t old = atomic_fetch_or(&t->link, MA_LINK_DEAD);
+	/* After this RMW the descriptor belongs to whoever collects it: do not touch it. */
+	if (old & MA_LINK_DETACHED)
+		ma_task_free(w, t);
+	else if (old & ~MA_LINK_FLAGS)
+		ma_waiter_wake((struct ma_waiter *)(old & ~MA_LINK_FLAGS));
+	if (atomic_fetch_sub(&ma_rt.live_threads, 1) == 1) {
+		struct ma_waiter *ew = atomic_exchange(&ma_rt.end_waiter, NULL);
+		if (ew)
+			ma_waiter_wake(ew);
+	}
+}
+
+/* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
+static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
+{
+	switch (prev->post) {
+	case MA_POST_NONE:
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		break;
+	case MA_POST_REQUEUE:
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		atomic_store_explicit(&prev->state, MA_TASK_READY, memory_order_relaxed);
+		ma_rq_enqueue(ma_rq_of_holder(prev->e.sched_holder), &prev->e);
+		break;
+	case MA_POST_EXIT:
+		ma_release_exited(w, prev);
+		break;
+	}
+}
+
+/* Work common to every context resuming after a switch (or starting). */
+static inline struct ma_worker *ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
+{
+	ma_asan_finish_switch(self->asan_fake_stack, &prev->asan_bottom, &prev->asan_size);
+	struct ma_worker *w = ma_worker_self();
+	ma_finish_switch(w, prev);
+	return w;
+}
+
+void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
+{
+	if (ma_unlikely(next == prev)) {
+		/* It was woken (and queued) before it could leave, and we picked it ourselves. */
+		atomic_store_explicit(&prev->state, MA_TASK_RUNNING, memory_order_relaxed);
+		return;
+	}
+	if (ma_unlikely(!next->stack_base && !next->is_main && !next->is_idle)) {
+		if (ma_stack_bind(w, next)) {
+			/* Out of memory for a stack: leave it queued for later and let the worker
+			 * do something else; nothing is lost. */
+			ma_rq_enqueue(ma_rq_of_holder(next->e.sched_holder), &next->e);
+			if (prev == &w->idle) {
+				usleep(1000);
+				return;
+			}
+			next = &w->idle;
+		}
+	}
+	/* Its previous worker may still be saving its registers. */
+	while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+		ma_cpu_relax();
+	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
+	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
+	next->worker = w;
+	next->last_vp = (int)w->vp;
+	w->current = next;
+	prev->saved_errno = *w->errno_loc;
+
+	ma_asan_start_switch(prev->post == MA_POST_EXIT ? NULL : &prev->asan_fake_stack,
+			     next->asan_bottom, next->asan_size);
+	struct marcel_task *from = ma_ctx_switch(&prev->ctx, &next->ctx, prev);
+	/* We are `prev` again, maybe on another worker: re-read everything per-worker. */
+	w = ma_after_switch(prev, from);
+	*w->errno_loc = prev->saved_errno;
+}
+
+void ma_task_entry(void *from, void *arg)
+{
+	struct marcel_task *self = arg;
+	struct ma_worker *w = ma_after_switch(self, from);
+	*w->errno_loc = 0;
+	marcel_exit(self->func(self->arg));
+}
+
+void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
+{
+	struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
+	if (!next)
+		next = &w->idle;
+	ma_switch_to(w, prev, next);
+}
+
+/* ---- waiting ---- */
+
+void ma_waiter_init(struct ma_waiter *wt)
+{
+	wt->task = ma_task_self();
+	atomic_init(&wt->done, 0);
+}
+
+void ma_waiter_wait(struct ma_waiter *wt)
+{
+	struct marcel_task *self = wt->task;
+	if (!self) {
+		while (!atomic_load_explicit(&wt->done, memory_order_acquire))
+			ma_futex_wait(&wt->done, 0);
+		return;
+	}
+	while (!atomic_load_explicit(&wt->done, memory_order_acquire)) {
+		/* Announce the block, then re-check: a waker either sees BLOCKING (and cancels
+		 * it) or BLOCKED (and queues us); seq_cst on both sides rules out a miss. */
+		atomic_store(&self->state, MA_TASK_BLOCKING);
+		if (atomic_load(&wt->done)) {
+			int s = MA_TASK_BLOCKING;
+			atomic_compare_exchange_strong(&self->state, &s, MA_TASK_RUNNING);
+			break;
+		}
+		int s = MA_TASK_BLOCKING;
+		if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_BLOCKED)) {
+			struct ma_worker *w = ma_worker_self();
+			self->post = MA_POST_NONE;
+			ma_schedule_blocked(w, self);
+		}
+	}
+	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
+}
+
+void ma_wake_task(struct marcel_task *t)
+{
+	for (;;) {
+		int s = atomic_load(&t->state);
+		if (s == MA_TASK_BLOCKING) {
+			if (atomic_compare_exchange_strong(&t->state, &s, MA_TASK_RUNNING))
+				return;
+		} else if (s == MA_TASK_BLOCKED) {
+			if (atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY)) {
+				ma_rq_enqueue(ma_rq_of_holder(t->e.sched_holder), &t->e);
+				return;
+			}
+		} else {
+			return; /* running or ready already: the waiter will see its condition */
+		}
+	}
+}
+
+void ma_waiter_wake(struct ma_waiter *wt)
+{
+	struct marcel_task *t = wt->task;
+	atomic_store(&wt->done, 1);
+	/* wt may be gone from here on (its owner can see `done` and return). */
+	if (t)
+		ma_wake_task(t);
+	else
+		ma_futex_wake(&wt->done, 1);
+}
+
+/* ---- yield ---- */
+
+int marcel_yield(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (ma_unlikely(!w))
+		return EPERM;
+	struct marcel_task *cur = w->current;
+	int prio;
+	struct ma_runqueue *rq = ma_peek_next(w, cur->e.prio, &prio);
+	if (!rq)
+		return 0;
+	struct ma_runqueue *home = ma_rq_of_holder(cur->e.sched_holder);
+	if (rq == home) {
+		/* Common case: swap with the head of our own queue under one lock. */
+		ma_spin_lock(&rq->hold.lock);
+		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
+		if (!bm || __builtin_ctzll(bm) > cur->e.prio) {
+			ma_spin_unlock(&rq->hold.lock);
+			return 0;
+		}
+		struct ma_entity *e =
+			ma_container_of(rq->queue[__builtin_ctzll(bm)].next, struct ma_entity, run_node);
+		ma_rq_dequeue_locked(rq, e);
+		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
+		ma_rq_enqueue_locked(rq, &cur->e);
+		ma_spin_unlock(&rq->hold.lock);
+		cur->post = MA_POST_NONE;
+		ma_switch_to(w, cur, ma_container_of(e, struct marcel_task, e));
+		return 0;
+	}
+	struct marcel_task *next = ma_find_next(w, cur->e.prio);
+	if (!next)
+		return 0;
+	cur->post = MA_POST_REQUEUE;
+	ma_switch_to(w, cur, next);
+	return 0;
+}
+
+/* Whether worker w looks at queue rq in find_next. */
+static int ma_worker_sees(const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		if (w->path[i] == rq)
+			return 1;
+	return 0;
+}
+
+int marcel_yield_to(marcel_t t)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (ma_unlikely(!w))
+		return EPERM;
+	if (!ma_task_valid(t) || atomic_load(&t->link) & MA_LINK_DEAD)
+		return ESRCH;
+	struct marcel_task *cur = w->current;
+	if (t == cur)
+		return 0;
+	struct ma_holder *h = t->e.ready_holder;
+	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_worker_sees(w, ma_rq_of_holder(h))) {
+		struct ma_runqueue *rq = ma_rq_of_holder(h);
+		ma_spin_lock(&rq->hold.lock);
+		if (t->e.ready_holder == h && atomic_load(&t->state) == MA_TASK_READY) {
+			ma_rq_dequeue_locked(rq, &t->e);
+			ma_spin_unlock(&rq->hold.lock);
+			cur->post = MA_POST_REQUEUE;
+			ma_switch_to(w, cur, t);
+			return 0;
+		}
+		ma_spin_unlock(&rq->hold.lock);
+	}
+	marcel_yield();
+	return EAGAIN;
+}
+
+/* ---- exit ---- */
+
+void marcel_exit(any_t retval)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (!w) {
+		fprintf(stderr, "marcel: marcel_exit called outside a marcel thread\n");
+		abort();
+	}
+	struct marcel_task *cur = w->current;
+	if (cur->is_main) {
+		marcel_end();
+		exit(0);
+	}
+	cur->retval = retval;
+	cur->post = MA_POST_EXIT;
+	ma_schedule_blocked(w, cur);
+	__builtin_unreachable();
+}
+
+/* ---- idle ---- */
+
+void ma_idle_loop(void *from, void *arg)
+{
+	struct ma_worker *w = arg;
+	if (from)
+		ma_after_switch(&w->idle, from);
+	for (;;) {
+		struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
+		if (next) {
+			w->idle.post = MA_POST_NONE;
+			ma_switch_to(w, &w->idle, next);
+			continue;
+		}
+		if (atomic_load_explicit(&ma_rt.stopping, memory_order_acquire) && w->vp != 0)
+			return;
+		ma_idle_wait(w);
+	}
+}

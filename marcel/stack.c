@@ -1,0 +1,278 @@
+/*
+ * Thread stacks: mmap'd with a guard page below, pooled so the mmap+mprotect (about 5 us)
+ * is paid once, and bound to a thread only when it first runs, so threads that are
+ * created but not yet started cost a descriptor and no address-space mapping.
+ *
+ * A small header sits at the top of every stack mapping and stays there while the stack
+ * is in use; the thread descriptor lives elsewhere, so an overflow hits the guard page
+ * before it can reach any runtime data.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "ma_sched.h"
+#include "ma_sanitizer.h"
+
+#define MA_STACK_POOL_MAX 64     /* per worker */
+#define MA_STACK_SHARED_MAX 1024 /* shared pool; beyond that, stacks are unmapped */
+#define MA_ALTSTACK_SIZE (64 * 1024)
+
+struct ma_stack {
+	struct ma_stack *next;
+	size_t size;                 /* usable size, header included */
+	unsigned vg_id;
+} __attribute__((aligned(64)));
+
+void *ma_stack_map(size_t size, size_t *mapped)
+{
+	size_t len = size + ma_rt.page_size;
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	if (mprotect(map, ma_rt.page_size, PROT_NONE)) {
+		munmap(map, len);
+		return NULL;
+	}
+	*mapped = len;
+	return (char *)map + ma_rt.page_size;
+}
+
+void ma_stack_unmap(void *base, size_t size)
+{
+	munmap((char *)base - ma_rt.page_size, size + ma_rt.page_size);
+}
+
+static struct ma_stack *ma_stack_header(void *base, size_t size)
+{
+	return (struct ma_stack *)((char *)base + size) - 1;
+}
+
+static void *ma_stack_base(struct ma_stack *s)
+{
+	return (char *)(s + 1) - s->size;
+}
+
+static void ma_stack_destroy(struct ma_stack *s)
+{
+	ma_valgrind_stack_deregister(s->vg_id);
+	ma_stack_unmap(ma_stack_base(s), s->size);
+}
+
+static struct ma_stack *ma_stack_new(size_t size)
+{
+	size_t mapped;
+	void *base = ma_stack_map(size, &mapped);
+	if (!base)
+		return NULL;
+	struct ma_stack *s = ma_stack_header(base, size);
+	s->size = size;
+	s->vg_id = ma_valgrind_stack_register(base, (char *)base + size);
+	return s;
+}
+
+static struct ma_stack *ma_stack_take_shared(size_t size)
+{
+	ma_spin_lock(&ma_rt.pool_lock);
+	struct ma_stack **pp = &ma_rt.stacks, *s = NULL;
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->size == size) {
+			s = *pp;
+			*pp = s->next;
+			ma_rt.nb_stacks--;
+			break;
+		}
+	ma_spin_unlock(&ma_rt.pool_lock);
+	return s;
+}
+
+int ma_stack_bind(struct ma_worker *w, struct marcel_task *t)
+{
+	struct ma_stack *s = NULL;
+	if (w->stacks && w->stacks->size == t->stack_size) {
+		s = w->stacks;
+		w->stacks = s->next;
+		w->nb_stacks--;
+	} else {
+		s = ma_stack_take_shared(t->stack_size);
+		if (!s)
+			s = ma_stack_new(t->stack_size);
+		if (!s) {
+			static atomic_int warned;
+			if (!atomic_exchange(&warned, 1))
+				fprintf(stderr,
+					"marcel: cannot map a %zu-byte stack for thread '%s' (%s); it waits until "
+					"memory is available\n",
+					t->stack_size, t->name, strerror(errno));
+			return ENOMEM;
+		}
+	}
+	void *base = ma_stack_base(s);
+	size_t usable = s->size - sizeof(*s);
+	ma_asan_unpoison(base, usable);
+	t->stack_base = base;
+	t->asan_bottom = base;
+	t->asan_size = usable;
+	ma_ctx_make(&t->ctx, base, usable, t->fpctl, ma_task_entry, t);
+	return 0;
+}
+
+void ma_stack_release(struct ma_worker *w, struct marcel_task *t)
+{
+	if (!t->stack_base)
+		return;
+	struct ma_stack *s = ma_stack_header(t->stack_base, t->stack_size);
+	t->stack_base = NULL;
+	if (ma_likely(w->nb_stacks < MA_STACK_POOL_MAX)) {
+		s->next = w->stacks;
+		w->stacks = s;
+		w->nb_stacks++;
+		return;
+	}
+	ma_spin_lock(&ma_rt.pool_lock);
+	if (ma_rt.nb_stacks < MA_STACK_SHARED_MAX) {
+		s->next = ma_rt.stacks;
+		ma_rt.stacks = s;
+		ma_rt.nb_stacks++;
+		s = NULL;
+	}
+	ma_spin_unlock(&ma_rt.pool_lock);
+	if (s)
+		ma_stack_destroy(s);
+}
+
+static void ma_stack_list_free(struct ma_stack *s)
+{
+	while (s) {
+		struct ma_stack *n = s->next;
+		ma_stack_destroy(s);
+		s = n;
+	}
+}
+
+void ma_stack_pools_free(void)
+{
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		ma_stack_list_free(ma_rt.workers[v].stacks);
+		ma_rt.workers[v].stacks = NULL;
+		ma_rt.workers[v].nb_stacks = 0;
+	}
+	ma_stack_list_free(ma_rt.stacks);
+	ma_rt.stacks = NULL;
+	ma_rt.nb_stacks = 0;
+}
+
+/* ---- overflow detection ---- */
+
+static struct sigaction ma_old_segv, ma_old_bus;
+static stack_t ma_old_altstack;
+
+static size_t ma_append(char *buf, size_t pos, size_t cap, const char *s)
+{
+	while (*s && pos + 1 < cap)
+		buf[pos++] = *s++;
+	return pos;
+}
+
+static size_t ma_append_num(char *buf, size_t pos, size_t cap, size_t v)
+{
+	char digits[24];
+	int n = 0;
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n && pos + 1 < cap)
+		buf[pos++] = digits[--n];
+	return pos;
+}
+
+static void ma_segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	/* A plain TLS read is fine here: no switch can happen inside the handler. */
+	struct ma_worker *w = ma_tls_worker;
+	struct marcel_task *t = w ? w->current : NULL;
+	char *addr = si->si_addr;
+	if (t && t->stack_base && addr < (char *)t->stack_base &&
+	    addr >= (char *)t->stack_base - ma_rt.page_size) {
+		/* Only async-signal-safe calls from here. */
+		char msg[256];
+		size_t n = ma_append(msg, 0, sizeof(msg), "marcel: stack overflow in thread '");
+		n = ma_append(msg, n, sizeof(msg), t->name);
+		n = ma_append(msg, n, sizeof(msg), "' (");
+		n = ma_append_num(msg, n, sizeof(msg), t->stack_size);
+		n = ma_append(msg, n, sizeof(msg),
+			      " bytes); raise MARCEL_STACK_SIZE or marcel_attr_setstacksize\n");
+		ssize_t r = write(STDERR_FILENO, msg, n);
+		(void)r;
+		abort();
+	}
+	/* Not ours: hand it to whoever handled it before us, or let it kill the process the
+	 * usual way when the faulting instruction runs again. */
+	struct sigaction *old = sig == SIGSEGV ? &ma_old_segv : &ma_old_bus;
+	if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+		old->sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+		return;
+	}
+	signal(sig, SIG_DFL);
+}
+
+int ma_overflow_handler_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = ma_segv_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, &ma_old_segv) || sigaction(SIGBUS, &sa, &ma_old_bus))
+		return errno;
+	return 0;
+}
+
+void ma_overflow_handler_remove(void)
+{
+	sigaction(SIGSEGV, &ma_old_segv, NULL);
+	sigaction(SIGBUS, &ma_old_bus, NULL);
+}
+
+int ma_altstack_setup(struct ma_worker *w)
+{
+	void *p = mmap(NULL, MA_ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	stack_t ss = { .ss_sp = p, .ss_size = MA_ALTSTACK_SIZE, .ss_flags = 0 };
+	if (sigaltstack(&ss, w->vp == 0 ? &ma_old_altstack : NULL)) {
+		int e = errno;
+		munmap(p, MA_ALTSTACK_SIZE);
+		return e;
+	}
+	w->altstack = p;
+	return 0;
+}
+
+void ma_altstack_teardown(struct ma_worker *w)
+{
+	if (!w->altstack)
+		return;
+	if (w->vp == 0) {
+		/* VP 0 is the application's own thread: give it back its previous signal stack. */
+		if (ma_old_altstack.ss_flags & SS_DISABLE) {
+			stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+			sigaltstack(&off, NULL);
+		} else
+			sigaltstack(&ma_old_altstack, NULL);
+	} else {
+		stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
+		sigaltstack(&off, NULL);
+	}
+	munmap(w->altstack, MA_ALTSTACK_SIZE);
+	w->altstack = NULL;
+}

@@ -1,0 +1,243 @@
+/* The thread API: creation and placement, join/detach, names, identity. */
+#include <errno.h>
+#include <string.h>
+#include "ma_sched.h"
+
+#define MA_ATTR_MAGIC 0x4d415454u /* must match attr.c */
+
+static struct ma_runqueue *ma_vp_rq(unsigned vp)
+{
+	return &ma_rt.workers[vp].rq;
+}
+
+/* The queue of the smallest item covering every VP of the set (the VP's own queue for a
+ * single VP), or NULL if the set names no existing VP. */
+static struct ma_runqueue *ma_rq_for_vpset(const marcel_vpset_t *set)
+{
+	int first = -1, last = -1;
+	for (unsigned vp = 0; vp < ma_rt.nb_vps; vp++)
+		if (marcel_vpset_isset(set, vp)) {
+			if (first < 0)
+				first = (int)vp;
+			last = (int)vp;
+		}
+	if (first < 0)
+		return NULL;
+	if (first == last)
+		return ma_vp_rq((unsigned)first);
+	if ((unsigned)(last - first + 1) >= ma_rt.nb_vps)
+		return &ma_rt.rqs[0];
+	/* Walk up from the first VP until an item also holds every other VP of the set. */
+	const struct ma_level *l = ma_rt.topo.vps[first].leaf;
+	for (; l->parent; l = l->parent) {
+		int all = 1;
+		for (int vp = first; vp <= last && all; vp++)
+			if (marcel_vpset_isset(set, (unsigned)vp) &&
+			    !hwloc_bitmap_isset(l->cpuset, ma_rt.topo.vps[vp].pu_os))
+				all = 0;
+		if (all)
+			break;
+	}
+	return &ma_rt.rqs[l->id];
+}
+
+static int ma_vp_is_idle(unsigned vp)
+{
+	struct ma_worker *o = &ma_rt.workers[vp];
+	return atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_BUSY &&
+	       !atomic_load_explicit(&o->rq.bitmap, memory_order_relaxed);
+}
+
+static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
+{
+	unsigned n = ma_rt.nb_vps, cur = w ? w->vp : 0;
+	switch (policy) {
+	case MARCEL_SCHED_OTHER:
+		if (w)
+			return ma_vp_rq((cur + 1 + w->rr_next++ % (n > 1 ? n - 1 : 1)) % n);
+		return ma_vp_rq(0);
+	case MARCEL_SCHED_AFFINITY:
+		if (!ma_vp_is_idle(cur))
+			for (unsigned i = 1; i < n; i++)
+				if (ma_vp_is_idle((cur + i) % n))
+					return ma_vp_rq((cur + i) % n);
+		return ma_vp_rq(cur);
+	case MARCEL_SCHED_BALANCE: {
+		unsigned best = cur, best_load = ~0u;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned vp = (cur + i) % n;
+			struct ma_worker *o = &ma_rt.workers[vp];
+			unsigned load = o->rq.nr_ready +
+					(atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY);
+			if (load < best_load) {
+				best_load = load;
+				best = vp;
+			}
+		}
+		return ma_vp_rq(best);
+	}
+	default:
+		return &ma_rt.rqs[0];
+	}
+}
+
+static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg,
+		     int dontsched)
+{
+	if (ma_unlikely(!ma_rt.running))
+		return EPERM;
+	if (ma_unlikely(!func))
+		return EINVAL;
+	if (attr && attr->magic != MA_ATTR_MAGIC)
+		return EINVAL;
+	struct ma_worker *w = ma_worker_self();
+	struct ma_runqueue *rq;
+	if (!attr)
+		rq = &ma_rt.rqs[0];
+	else if (attr->has_vpset) {
+		rq = ma_rq_for_vpset(&attr->vpset);
+		if (!rq)
+			return EINVAL;
+	} else
+		rq = ma_rq_for_policy(w, attr->schedpolicy);
+
+	struct marcel_task *t = ma_task_alloc(w);
+	if (ma_unlikely(!t))
+		return EAGAIN;
+	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
+	t->e.sched_holder = &rq->hold;
+	t->func = func;
+	t->arg = arg;
+	t->retval = NULL;
+	t->stack_size = attr && attr->stacksize ? attr->stacksize : ma_rt.opt.stack_size;
+	t->fpctl = ma_arch_fpctl();
+	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;
+	t->dontsched = (unsigned char)dontsched;
+	/* No handle wanted means nobody will join: reclaim it when it ends. */
+	int detached = !pid || (attr && attr->detachstate == MARCEL_CREATE_DETACHED);
+	atomic_store_explicit(&t->link, detached ? MA_LINK_DETACHED : 0, memory_order_relaxed);
+	if (attr)
+		memcpy(t->name, attr->name, sizeof(t->name));
+	else
+		memcpy(t->name, "user", 5);
+	atomic_fetch_add_explicit(&ma_rt.live_threads, 1, memory_order_relaxed);
+	if (pid)
+		*pid = t;
+	if (dontsched) {
+		atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
+		return 0;
+	}
+	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
+	ma_rq_enqueue(rq, &t->e);
+	return 0;
+}
+
+int marcel_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg)
+{
+	return ma_create(pid, attr, func, arg, 0);
+}
+
+int marcel_create_dontsched(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg)
+{
+	return ma_create(pid, attr, func, arg, 1);
+}
+
+int marcel_wake_up_created_thread(marcel_t t)
+{
+	if (!ma_task_valid(t))
+		return ESRCH;
+	int s = MA_TASK_BORN;
+	if (!t->dontsched || !atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY))
+		return EINVAL;
+	ma_rq_enqueue(ma_rq_of_holder(t->e.sched_holder), &t->e);
+	return 0;
+}
+
+int marcel_join(marcel_t t, any_t *status)
+{
+	if (!ma_task_valid(t))
+		return ESRCH;
+	if (t == ma_task_self())
+		return EDEADLK;
+	struct ma_waiter wt;
+	ma_waiter_init(&wt);
+	uintptr_t v = atomic_load(&t->link);
+	for (;;) {
+		if (v & MA_LINK_DETACHED)
+			return EINVAL;
+		if (v & ~MA_LINK_FLAGS)
+			return EINVAL; /* someone else is joining it */
+		if (v & MA_LINK_DEAD)
+			break;
+		if (atomic_compare_exchange_weak(&t->link, &v, v | (uintptr_t)&wt)) {
+			ma_waiter_wait(&wt);
+			break;
+		}
+	}
+	if (status)
+		*status = t->retval;
+	ma_task_free(ma_worker_self(), t);
+	return 0;
+}
+
+int marcel_detach(marcel_t t)
+{
+	if (!ma_task_valid(t))
+		return ESRCH;
+	uintptr_t v = atomic_load(&t->link);
+	for (;;) {
+		if (v & (MA_LINK_DETACHED | ~MA_LINK_FLAGS))
+			return EINVAL;
+		if (v & MA_LINK_DEAD) {
+			/* It already ended: we are the ones to reclaim it. */
+			ma_task_free(ma_worker_self(), t);
+			return 0;
+		}
+		if (atomic_compare_exchange_weak(&t->link, &v, v | MA_LINK_DETACHED))
+			return 0;
+	}
+}
+
+marcel_t marcel_self(void)
+{
+	return ma_task_self();
+}
+
+int marcel_equal(marcel_t a, marcel_t b)
+{
+	return a == b;
+}
+
+int marcel_setname(marcel_t t, const char *name)
+{
+	if (!t)
+		return ESRCH;
+	if (!name)
+		return EINVAL;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	return 0;
+}
+
+int marcel_getname(marcel_t t, char *buf, size_t n)
+{
+	if (!t)
+		return ESRCH;
+	if (!buf)
+		return EINVAL;
+	size_t len = strnlen(t->name, sizeof(t->name));
+	if (n <= len)
+		return ERANGE;
+	memcpy(buf, t->name, len + 1);
+	return 0;
+}
+
+int marcel_current_vp(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	return w ? (int)w->vp : -1;
+}
+
+unsigned marcel_nbvps(void)
+{
+	return ma_rt.running ? ma_rt.nb_vps : 0;
+}

@@ -1,0 +1,224 @@
+/*
+ * Workers: one kernel thread per VP, its idle policy, and how new work wakes one up.
+ *
+ * Idle protocol. An idle worker first polls its path of queues (SPINNING, counted in
+ * nr_spinning of every queue on its path) for ma_rt.idle_spin_us, then goes SLEEPING: it
+ * counts itself in nr_sleeping of every queue on its path, then checks each queue's
+ * bitmap *under that queue's lock*, and only then sleeps on its futex. An enqueuer reads
+ * the counters under the same lock after queuing. So for any queue, either the sleeper's
+ * check comes after the enqueue (it sees the work) or the enqueuer comes after the check
+ * (it sees the sleeper) -- no fence on the enqueue path, no lost wake-up. A spinner that
+ * is counted will either take the work or do the same check before sleeping.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "ma_sched.h"
+
+__thread struct ma_worker *ma_tls_worker __attribute__((tls_model("initial-exec")));
+
+#ifdef MA_NEED_TLS_GETTER
+/* Out of line so that every call computes the TLS address afresh (see MA_TLS_READ). */
+__attribute__((noinline)) void *ma_tls_worker_get(void)
+{
+	void *w = ma_tls_worker;
+	__asm__ volatile("" : "+r"(w) : : "memory");
+	return w;
+}
+#endif
+
+static uint64_t ma_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void ma_path_add(struct ma_worker *w, size_t counter_offset, int delta)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		atomic_fetch_add((atomic_int *)((char *)w->path[i] + counter_offset), delta);
+}
+
+static int ma_path_has_work(const struct ma_worker *w)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		if (atomic_load_explicit(&w->path[i]->bitmap, memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
+static int ma_path_has_work_locked(const struct ma_worker *w)
+{
+	int found = 0;
+	for (unsigned i = 0; i < w->path_len && !found; i++) {
+		struct ma_runqueue *rq = w->path[i];
+		ma_spin_lock(&rq->hold.lock);
+		found = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) != 0;
+		ma_spin_unlock(&rq->hold.lock);
+	}
+	return found;
+}
+
+void ma_idle_wait(struct ma_worker *w)
+{
+	atomic_store(&w->state, MA_WORKER_SPINNING);
+	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), 1);
+	uint64_t deadline = ma_now_us() + ma_rt.idle_spin_us;
+	/* More workers than processors (fake topologies): polling would steal the processor
+	 * from the worker that has the work, so give it away at each round. */
+	int oversubscribed = ma_rt.topo.fake;
+	unsigned rounds = 0;
+	int found = 0;
+	while (!(found = ma_path_has_work(w)) && !atomic_load(&ma_rt.stopping)) {
+		if (oversubscribed)
+			sched_yield();
+		else
+			ma_cpu_relax();
+		if ((++rounds & 63) == 0 && ma_now_us() >= deadline)
+			break;
+	}
+	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);
+	if (found || atomic_load(&ma_rt.stopping)) {
+		atomic_store(&w->state, MA_WORKER_BUSY);
+		return;
+	}
+
+	unsigned seq = atomic_load(&w->wake_seq);
+	atomic_store(&w->state, MA_WORKER_SLEEPING);
+	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), 1);
+	if (!ma_path_has_work_locked(w))
+		while (atomic_load(&w->state) == MA_WORKER_SLEEPING && !atomic_load(&ma_rt.stopping)) {
+			ma_futex_wait(&w->wake_seq, seq);
+			seq = atomic_load(&w->wake_seq);
+		}
+	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), -1);
+	atomic_store(&w->state, MA_WORKER_BUSY);
+}
+
+static void ma_worker_kick(struct ma_worker *w)
+{
+	atomic_fetch_add(&w->wake_seq, 1);
+	ma_futex_wake(&w->wake_seq, 1);
+}
+
+/* Position of rq in w's path if w looks at it, else -1. */
+static int ma_path_index(const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		if (w->path[i] == rq)
+			return (int)i;
+	return -1;
+}
+
+/* Whether another VP on the same core is busy (then the core's resources are shared). */
+static int ma_sibling_busy(const struct ma_worker *w)
+{
+	const struct ma_level *core = w->rq.level;
+	while (core && !(core->kinds & MA_LEVEL_CORE))
+		core = core->parent;
+	if (!core)
+		return 0;
+	for (unsigned v = core->first_vp; v < core->first_vp + core->nb_vps && v < ma_rt.nb_vps; v++)
+		if (v != w->vp && atomic_load_explicit(&ma_rt.workers[v].state, memory_order_relaxed) ==
+					  MA_WORKER_BUSY)
+			return 1;
+	return 0;
+}
+
+void ma_wake_idle_worker(struct ma_runqueue *rq)
+{
+	struct ma_worker *self = ma_worker_self();
+	struct ma_worker *best = NULL;
+	unsigned best_score = ~0u;
+	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
+	unsigned hi = rq->vp >= 0 ? lo + 1 : rq->first_vp + rq->nb_vps;
+	/* Among sleeping workers that can see rq: prefer a whole idle core, then the one
+	 * nearest to us in the tree (caches shared with whoever produced the work). */
+	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
+		struct ma_worker *o = &ma_rt.workers[v];
+		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
+			continue;
+		if (ma_path_index(o, rq) < 0)
+			continue;
+		unsigned score = (unsigned)ma_sibling_busy(o) * 1024u +
+				 (self ? ma_topo_distance(self->rq.level, o->rq.level) : 0);
+		if (score < best_score) {
+			best_score = score;
+			best = o;
+		}
+	}
+	if (best) {
+		int s = MA_WORKER_SLEEPING;
+		if (atomic_compare_exchange_strong(&best->state, &s, MA_WORKER_WAKING)) {
+			ma_worker_kick(best);
+			return;
+		}
+	}
+	/* Lost a race (or the best one just woke): take any sleeper left. */
+	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
+		struct ma_worker *o = &ma_rt.workers[v];
+		int s = MA_WORKER_SLEEPING;
+		if (ma_path_index(o, rq) >= 0 &&
+		    atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_WAKING)) {
+			ma_worker_kick(o);
+			return;
+		}
+	}
+}
+
+static void *ma_worker_main(void *arg)
+{
+	struct ma_worker *w = arg;
+	ma_tls_worker = w;
+	w->errno_loc = &errno;
+	int e = ma_topo_bind_self(&ma_rt.topo, w->vp);
+	if (e)
+		fprintf(stderr, "marcel: warning: cannot bind VP%u to PU%u: %s\n", w->vp,
+			ma_rt.topo.vps[w->vp].pu_os, strerror(e));
+	if (ma_altstack_setup(w))
+		fprintf(stderr, "marcel: warning: no signal stack for VP%u: stack overflows will not be "
+				"reported\n", w->vp);
+	w->current = &w->idle;
+	atomic_store(&w->idle.on_cpu, 1);
+	ma_idle_loop(NULL, w);
+	ma_altstack_teardown(w);
+	ma_tls_worker = NULL;
+	return NULL;
+}
+
+int ma_workers_start(void)
+{
+	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *w = &ma_rt.workers[v];
+		int e = pthread_create(&w->kthread, NULL, ma_worker_main, w);
+		if (e) {
+			fprintf(stderr, "marcel: cannot start the kernel thread of VP%u: %s\n", v, strerror(e));
+			ma_workers_stop();
+			return e;
+		}
+		w->has_kthread = 1;
+	}
+	return 0;
+}
+
+void ma_workers_stop(void)
+{
+	atomic_store(&ma_rt.stopping, 1);
+	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *w = &ma_rt.workers[v];
+		if (!w->has_kthread)
+			continue;
+		atomic_store(&w->state, MA_WORKER_WAKING);
+		ma_worker_kick(w);
+	}
+	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *w = &ma_rt.workers[v];
+		if (w->has_kthread) {
+			pthread_join(w->kthread, NULL);
+			w->has_kthread = 0;
+		}
+	}
+}

@@ -1,0 +1,73 @@
+/*
+ * Shared by the Check suites that run the runtime: each suite is registered twice, once
+ * on this machine and once on the synthetic 32-PU machine "pack:2 numa:2 core:4 pu:2"
+ * (16 workers on this 2-core box), so hierarchical code paths are tested everywhere.
+ */
+#ifndef MA_TEST_H
+#define MA_TEST_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <marcel.h>
+
+#define MA_TEST_SYNTH32 "pack:2 numa:2 core:4 pu:2"
+
+/* Which topology the current suite runs on; set by the fixtures below. */
+static const char *ma_test_topology;
+
+static inline void ma_test_setup_real(void)
+{
+	ma_test_topology = NULL;
+	unsetenv("MARCEL_TOPOLOGY");
+}
+
+static inline void ma_test_setup_synth32(void)
+{
+	ma_test_topology = MA_TEST_SYNTH32;
+	setenv("MARCEL_TOPOLOGY", MA_TEST_SYNTH32, 1);
+}
+
+/* Starts the runtime for one test; fails the test if it does not start. */
+static inline void ma_test_init(void)
+{
+	int argc = 1;
+	char *argv[] = { (char *)"test", NULL };
+	ck_assert_int_eq(marcel_init(&argc, argv), 0);
+}
+
+/* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
+typedef void (*ma_test_populate)(TCase *tc);
+
+static inline void ma_test_add_both(Suite *s, const char *name, ma_test_populate populate, int timeout)
+{
+	/* Check keeps the name pointer: give each copy storage that outlives the run. */
+	static char names[32][64];
+	static unsigned nb_names;
+	char *buf = names[nb_names++ % 32];
+	TCase *real = tcase_create(name);
+	tcase_add_checked_fixture(real, ma_test_setup_real, NULL);
+	populate(real);
+	if (timeout)
+		tcase_set_timeout(real, timeout);
+	suite_add_tcase(s, real);
+	snprintf(buf, sizeof(names[0]), "%s-synth32", name);
+	TCase *synth = tcase_create(buf);
+	tcase_add_checked_fixture(synth, ma_test_setup_synth32, NULL);
+	populate(synth);
+	if (timeout)
+		tcase_set_timeout(synth, timeout);
+	suite_add_tcase(s, synth);
+}
+
+static inline int ma_test_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif
