@@ -39,8 +39,10 @@ static void ma_runtime_free(void)
 		ma_stack_pools_free();
 		ma_task_pools_free();
 		struct ma_worker *w0 = &ma_rt.workers[0];
-		if (w0->idle_stack)
+		if (w0->idle_stack) {
+			ma_valgrind_stack_deregister(w0->idle_stack_vg);
 			ma_stack_unmap(w0->idle_stack, w0->idle_stack_size);
+		}
 		ma_altstack_teardown(w0);
 		for (unsigned v = 0; v < ma_rt.nb_vps; v++)
 			free(ma_rt.workers[v].path);
@@ -118,7 +120,6 @@ static int ma_setup_main(void)
 	m->preemptible = 1;
 	m->last_vp = 0;
 	strcpy(m->name, "main");
-	m->worker = w0;
 	ma_rt.main_task = m;
 
 	w0->current = m;
@@ -131,6 +132,7 @@ static int ma_setup_main(void)
 	if (!w0->idle_stack)
 		return ENOMEM;
 	w0->idle_stack_size = MA_IDLE_STACK_SIZE;
+	w0->idle_stack_vg = ma_valgrind_stack_register(w0->idle_stack, (char *)w0->idle_stack + MA_IDLE_STACK_SIZE);
 	w0->idle.asan_bottom = w0->idle_stack;
 	w0->idle.asan_size = MA_IDLE_STACK_SIZE;
 	w0->idle.stack_base = w0->idle_stack;

@@ -7,6 +7,7 @@
 #ifndef MA_SANITIZER_H
 #define MA_SANITIZER_H
 
+#include "config.h"
 #include <stddef.h>
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -106,7 +106,6 @@ struct marcel_task {
 	atomic_int on_cpu;
 	atomic_int state;
 	enum ma_post post;
-	struct ma_worker *worker;         /* worker running it, while it runs */
 	marcel_func_t func;
 	any_t arg;
 	any_t retval;
@@ -153,6 +152,7 @@ struct ma_worker {
 	struct marcel_task idle;          /* the worker's scheduling context */
 	void *idle_stack;                 /* VP 0's scheduling context needs a stack of its own */
 	size_t idle_stack_size;
+	unsigned idle_stack_vg;           /* valgrind's id for it */
 	void *altstack;                   /* signal stack for the overflow handler */
 	/* Per-worker pools: touched only by the worker they belong to. */
 	struct ma_stack *stacks;
@@ -239,6 +239,9 @@ void ma_waiter_init(struct ma_waiter *wt) MA_HIDDEN;
  * is one-shot: initialise it again for the next wait. */
 void ma_waiter_wait(struct ma_waiter *wt) MA_HIDDEN;
 void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
+/* Wakes wt on behalf of a task about to leave worker w: if the waiter is a blocked task
+ * that w may run, claims it and returns it for a direct switch instead of queuing it. */
+struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt) MA_HIDDEN;
 void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
 
 /* ---- worker.c ---- */

@@ -14,16 +14,15 @@
 #include "ma_sched.h"
 #include "ma_sanitizer.h"
 
+/* The exited task's stack is free now; its death was published before the switch. */
 static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 {
+	int reclaim = (atomic_load_explicit(&t->link, memory_order_relaxed) & MA_LINK_DETACHED) != 0;
 	ma_stack_release(w, t);
-	atomic_store_explicit(&t->on_cpu, 0, memory_order_relaxed);
-	uintptr_t old = atomic_fetch_or(&t->link, MA_LINK_DEAD);
-	/* After this RMW the descriptor belongs to whoever collects it: do not touch it. */
-	if (old & MA_LINK_DETACHED)
+	/* A joiner waits for this before recycling the descriptor. */
+	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
+	if (reclaim)
 		ma_task_free(w, t);
-	else if (old & ~MA_LINK_FLAGS)
-		ma_waiter_wake((struct ma_waiter *)(old & ~MA_LINK_FLAGS));
 	if (atomic_fetch_sub(&ma_rt.live_threads, 1) == 1) {
 		struct ma_waiter *ew = atomic_exchange(&ma_rt.end_waiter, NULL);
 		if (ew)
@@ -82,7 +81,6 @@ void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_t
 		ma_cpu_relax();
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
-	next->worker = w;
 	next->last_vp = (int)w->vp;
 	w->current = next;
 	prev->saved_errno = *w->errno_loc;
@@ -164,6 +162,31 @@ void ma_wake_task(struct marcel_task *t)
 	}
 }
 
+/* Whether worker w looks at queue rq in find_next. */
+static int ma_worker_sees(const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		if (w->path[i] == rq)
+			return 1;
+	return 0;
+}
+
+struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt)
+{
+	struct marcel_task *t = wt->task;
+	if (!t || !ma_worker_sees(w, ma_rq_of_holder(t->e.sched_holder))) {
+		ma_waiter_wake(wt);
+		return NULL;
+	}
+	atomic_store(&wt->done, 1);
+	int s = MA_TASK_BLOCKED;
+	/* Claim it without queuing it: nobody else can pick it, we switch to it next. */
+	if (atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY))
+		return t;
+	ma_wake_task(t);
+	return NULL;
+}
+
 void ma_waiter_wake(struct ma_waiter *wt)
 {
 	struct marcel_task *t = wt->task;
@@ -196,11 +219,19 @@ int marcel_yield(void)
 			ma_spin_unlock(&rq->hold.lock);
 			return 0;
 		}
-		struct ma_entity *e =
-			ma_container_of(rq->queue[__builtin_ctzll(bm)].next, struct ma_entity, run_node);
-		ma_rq_dequeue_locked(rq, e);
+		int p = __builtin_ctzll(bm);
+		struct ma_entity *e = ma_container_of(rq->queue[p].next, struct ma_entity, run_node);
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
-		ma_rq_enqueue_locked(rq, &cur->e);
+		if (p == cur->e.prio) {
+			/* Same list: rotate, the bitmap and the count do not change. */
+			ma_list_del(&e->run_node);
+			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
+			e->ready_holder = NULL;
+			cur->e.ready_holder = &rq->hold;
+		} else {
+			ma_rq_dequeue_locked(rq, e);
+			ma_rq_enqueue_locked(rq, &cur->e);
+		}
 		ma_spin_unlock(&rq->hold.lock);
 		cur->post = MA_POST_NONE;
 		ma_switch_to(w, cur, ma_container_of(e, struct marcel_task, e));
@@ -211,15 +242,6 @@ int marcel_yield(void)
 		return 0;
 	cur->post = MA_POST_REQUEUE;
 	ma_switch_to(w, cur, next);
-	return 0;
-}
-
-/* Whether worker w looks at queue rq in find_next. */
-static int ma_worker_sees(const struct ma_worker *w, const struct ma_runqueue *rq)
-{
-	for (unsigned i = 0; i < w->path_len; i++)
-		if (w->path[i] == rq)
-			return 1;
 	return 0;
 }
 
@@ -265,8 +287,16 @@ void marcel_exit(any_t retval)
 		exit(0);
 	}
 	cur->retval = retval;
+	/* Publish the death now, so a blocked joiner can take over this worker directly;
+	 * it will not recycle the descriptor before on_cpu clears (ma_release_exited). */
+	uintptr_t old = atomic_fetch_or(&cur->link, MA_LINK_DEAD);
+	struct marcel_task *next = NULL;
+	if (!(old & MA_LINK_DETACHED) && (old & ~MA_LINK_FLAGS))
+		next = ma_waiter_wake_handoff(w, (struct ma_waiter *)(old & ~MA_LINK_FLAGS));
 	cur->post = MA_POST_EXIT;
-	ma_schedule_blocked(w, cur);
+	if (!next)
+		next = ma_find_next(w, MA_MAX_PRIO - 1);
+	ma_switch_to(w, cur, next ? next : &w->idle);
 	__builtin_unreachable();
 }
 

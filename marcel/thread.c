@@ -174,6 +174,9 @@ int marcel_join(marcel_t t, any_t *status)
 			break;
 		}
 	}
+	/* Its worker may still be switching away from it. */
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+		ma_cpu_relax();
 	if (status)
 		*status = t->retval;
 	ma_task_free(ma_worker_self(), t);
@@ -189,7 +192,10 @@ int marcel_detach(marcel_t t)
 		if (v & (MA_LINK_DETACHED | ~MA_LINK_FLAGS))
 			return EINVAL;
 		if (v & MA_LINK_DEAD) {
-			/* It already ended: we are the ones to reclaim it. */
+			/* It already ended: we are the ones to reclaim it, once its worker has
+			 * finished switching away from it. */
+			while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+				ma_cpu_relax();
 			ma_task_free(ma_worker_self(), t);
 			return 0;
 		}

@@ -56,6 +56,8 @@ void marcel_end(void);
  * @param pid receives the handle; may be NULL, in which case the thread is detached (no
  *        handle, nothing to join: it is reclaimed when it ends).
  * @param attr attributes, or NULL for the defaults.
+ * @param func the thread's body.
+ * @param arg passed to @p func.
  * @return 0; EINVAL if @p func is NULL, @p attr is not initialised or its vpset names no
  * existing VP; EPERM if the runtime is not running; EAGAIN if memory ran out.
  */
@@ -73,6 +75,7 @@ int marcel_wake_up_created_thread(marcel_t t);
 
 /**
  * Waits for @p t to end and collects its result.
+ * @param t the thread to wait for.
  * @param status receives the thread's result (its return value or marcel_exit()
  *        argument); may be NULL.
  * @return 0; EDEADLK if @p t is the caller; EINVAL if @p t is detached or another thread
