@@ -146,6 +146,9 @@ struct ma_worker {
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
 	unsigned rr_next;                 /* MARCEL_SCHED_OTHER round robin */
+	/* Threads created from / ended on this worker. Written by the worker only; marcel_end
+	 * sums them (ended first, then created) to learn when no user thread is left. */
+	_Atomic unsigned long nb_created, nb_exited;
 	int *errno_loc;                   /* this kernel thread's errno */
 	int has_kthread;
 	pthread_t kthread;
@@ -185,8 +188,7 @@ struct ma_runtime {
 	pthread_t main_kthread;
 	size_t page_size;
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
-	atomic_long live_threads;         /* user threads created and not yet ended */
-	struct ma_waiter *_Atomic end_waiter;
+	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */
 	atomic_int stopping;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
@@ -226,14 +228,37 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
  * NULL if none. */
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
-/* Lock-free peek: the queue holding the best candidate, or NULL. */
-struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio) MA_HIDDEN;
+
+/* Lock-free peek: the queue holding the best candidate with priority <= worst_prio,
+ * or NULL. Inline: it is most of find_next and of yield. */
+static inline struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio)
+{
+	struct ma_runqueue *best = NULL;
+	int best_prio = worst_prio + 1;
+	/* Nearest queue first, and strict '<', so equal priorities prefer the closest queue. */
+	for (unsigned i = 0; i < w->path_len; i++) {
+		struct ma_runqueue *rq = w->path[i];
+		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
+		if (bm) {
+			int p = __builtin_ctzll(bm);
+			if (p < best_prio) {
+				best_prio = p;
+				best = rq;
+			}
+		}
+	}
+	*prio = best_prio;
+	return best;
+}
 
 /* ---- sched.c ---- */
 void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next) MA_HIDDEN;
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev) MA_HIDDEN;
 void ma_task_entry(void *prev, void *task) MA_HIDDEN;
 void ma_wake_task(struct marcel_task *t) MA_HIDDEN;
+/* Arms a waiter for the calling thread. The caller must then publish it with an atomic
+ * read-modify-write (CAS, exchange, fetch_or: a full barrier), and its waker must find it
+ * through that same variable; that is what orders the arming without a fence. */
 void ma_waiter_init(struct ma_waiter *wt) MA_HIDDEN;
 /* Blocks until ma_waiter_wake has been called on wt (at once if it already was). A waiter
  * is one-shot: initialise it again for the next wait. */

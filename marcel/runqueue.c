@@ -54,26 +54,6 @@ void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 		ma_wake_idle_worker(rq);
 }
 
-struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio)
-{
-	struct ma_runqueue *best = NULL;
-	int best_prio = worst_prio + 1;
-	/* Nearest queue first, and strict '<', so equal priorities prefer the closest queue. */
-	for (unsigned i = 0; i < w->path_len; i++) {
-		struct ma_runqueue *rq = w->path[i];
-		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
-		if (bm) {
-			int p = __builtin_ctzll(bm);
-			if (p < best_prio) {
-				best_prio = p;
-				best = rq;
-			}
-		}
-	}
-	*prio = best_prio;
-	return best;
-}
-
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 {
 	for (;;) {

@@ -23,11 +23,7 @@ static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	if (reclaim)
 		ma_task_free(w, t);
-	if (atomic_fetch_sub(&ma_rt.live_threads, 1) == 1) {
-		struct ma_waiter *ew = atomic_exchange(&ma_rt.end_waiter, NULL);
-		if (ew)
-			ma_waiter_wake(ew);
-	}
+	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
 }
 
 /* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
@@ -57,7 +53,9 @@ static inline struct ma_worker *ma_after_switch(struct marcel_task *self, struct
 	return w;
 }
 
-void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
+/* Inlined into yield, block and exit: one prologue instead of two on the hot paths. */
+static inline __attribute__((always_inline)) void
+ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
 {
 	if (ma_unlikely(next == prev)) {
 		/* It was woken (and queued) before it could leave, and we picked it ourselves. */
@@ -93,6 +91,11 @@ void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_t
 	*w->errno_loc = prev->saved_errno;
 }
 
+void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
+{
+	ma_switch_to_inl(w, prev, next);
+}
+
 void ma_task_entry(void *from, void *arg)
 {
 	struct marcel_task *self = arg;
@@ -106,7 +109,7 @@ void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 	struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 	if (!next)
 		next = &w->idle;
-	ma_switch_to(w, prev, next);
+	ma_switch_to_inl(w, prev, next);
 }
 
 /* ---- waiting ---- */
@@ -115,6 +118,9 @@ void ma_waiter_init(struct ma_waiter *wt)
 {
 	wt->task = ma_task_self();
 	atomic_init(&wt->done, 0);
+	/* Armed before publication; the publishing RMW orders this store (ma_sched.h). */
+	if (wt->task)
+		atomic_store_explicit(&wt->task->state, MA_TASK_BLOCKING, memory_order_relaxed);
 }
 
 void ma_waiter_wait(struct ma_waiter *wt)
@@ -126,20 +132,17 @@ void ma_waiter_wait(struct ma_waiter *wt)
 		return;
 	}
 	while (!atomic_load_explicit(&wt->done, memory_order_acquire)) {
-		/* Announce the block, then re-check: a waker either sees BLOCKING (and cancels
-		 * it) or BLOCKED (and queues us); seq_cst on both sides rules out a miss. */
-		atomic_store(&self->state, MA_TASK_BLOCKING);
-		if (atomic_load(&wt->done)) {
-			int s = MA_TASK_BLOCKING;
-			atomic_compare_exchange_strong(&self->state, &s, MA_TASK_RUNNING);
-			break;
-		}
 		int s = MA_TASK_BLOCKING;
 		if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_BLOCKED)) {
 			struct ma_worker *w = ma_worker_self();
 			self->post = MA_POST_NONE;
 			ma_schedule_blocked(w, self);
+			continue;
 		}
+		/* A waker cancelled the block (or a late one from an earlier wait did). */
+		if (atomic_load_explicit(&wt->done, memory_order_acquire))
+			break;
+		atomic_store(&self->state, MA_TASK_BLOCKING);
 	}
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 }
@@ -178,7 +181,7 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 		ma_waiter_wake(wt);
 		return NULL;
 	}
-	atomic_store(&wt->done, 1);
+	atomic_store_explicit(&wt->done, 1, memory_order_release);
 	int s = MA_TASK_BLOCKED;
 	/* Claim it without queuing it: nobody else can pick it, we switch to it next. */
 	if (atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY))
@@ -190,7 +193,7 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 void ma_waiter_wake(struct ma_waiter *wt)
 {
 	struct marcel_task *t = wt->task;
-	atomic_store(&wt->done, 1);
+	atomic_store_explicit(&wt->done, 1, memory_order_release);
 	/* wt may be gone from here on (its owner can see `done` and return). */
 	if (t)
 		ma_wake_task(t);
@@ -234,14 +237,14 @@ int marcel_yield(void)
 		}
 		ma_spin_unlock(&rq->hold.lock);
 		cur->post = MA_POST_NONE;
-		ma_switch_to(w, cur, ma_container_of(e, struct marcel_task, e));
+		ma_switch_to_inl(w, cur, ma_container_of(e, struct marcel_task, e));
 		return 0;
 	}
 	struct marcel_task *next = ma_find_next(w, cur->e.prio);
 	if (!next)
 		return 0;
 	cur->post = MA_POST_REQUEUE;
-	ma_switch_to(w, cur, next);
+	ma_switch_to_inl(w, cur, next);
 	return 0;
 }
 
@@ -296,7 +299,7 @@ void marcel_exit(any_t retval)
 	cur->post = MA_POST_EXIT;
 	if (!next)
 		next = ma_find_next(w, MA_MAX_PRIO - 1);
-	ma_switch_to(w, cur, next ? next : &w->idle);
+	ma_switch_to_inl(w, cur, next ? next : &w->idle);
 	__builtin_unreachable();
 }
 

@@ -120,7 +120,10 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		memcpy(t->name, attr->name, sizeof(t->name));
 	else
 		memcpy(t->name, "user", 5);
-	atomic_fetch_add_explicit(&ma_rt.live_threads, 1, memory_order_relaxed);
+	if (w)
+		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
+	else
+		atomic_fetch_add(&ma_rt.foreign_created, 1);
 	if (pid)
 		*pid = t;
 	if (dontsched) {
