@@ -177,7 +177,9 @@ static int ma_worker_sees(const struct ma_worker *w, const struct ma_runqueue *r
 struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt)
 {
 	struct marcel_task *t = wt->task;
-	if (!t || !ma_worker_sees(w, ma_rq_of_holder(t->e.sched_holder))) {
+	/* Only take over a waiter that last ran here: pulling it from another worker would
+	 * trade its cache for a queue round trip. */
+	if (!t || t->last_vp != (int)w->vp || !ma_worker_sees(w, ma_rq_of_holder(t->e.sched_holder))) {
 		ma_waiter_wake(wt);
 		return NULL;
 	}

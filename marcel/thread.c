@@ -14,24 +14,18 @@ static struct ma_runqueue *ma_vp_rq(unsigned vp)
  * single VP), or NULL if the set names no existing VP. */
 static struct ma_runqueue *ma_rq_for_vpset(const marcel_vpset_t *set)
 {
-	int first = -1, last = -1;
-	for (unsigned vp = 0; vp < ma_rt.nb_vps; vp++)
-		if (marcel_vpset_isset(set, vp)) {
-			if (first < 0)
-				first = (int)vp;
-			last = (int)vp;
-		}
-	if (first < 0)
+	int first = marcel_vpset_first(set), last = marcel_vpset_last(set);
+	if (first < 0 || (unsigned)first >= ma_rt.nb_vps)
 		return NULL;
+	if ((unsigned)last >= ma_rt.nb_vps)
+		last = (int)ma_rt.nb_vps - 1;
 	if (first == last)
 		return ma_vp_rq((unsigned)first);
-	if ((unsigned)(last - first + 1) >= ma_rt.nb_vps)
-		return &ma_rt.rqs[0];
 	/* Walk up from the first VP until an item also holds every other VP of the set. */
 	const struct ma_level *l = ma_rt.topo.vps[first].leaf;
 	for (; l->parent; l = l->parent) {
 		int all = 1;
-		for (int vp = first; vp <= last && all; vp++)
+		for (int vp = first + 1; vp <= last && all; vp++)
 			if (marcel_vpset_isset(set, (unsigned)vp) &&
 			    !hwloc_bitmap_isset(l->cpuset, ma_rt.topo.vps[vp].pu_os))
 				all = 0;
