@@ -123,6 +123,8 @@ int marcel_attr_setvpset(marcel_attr_t *attr, marcel_vpset_t set)
 	if (!ma_attr_ok(attr) || marcel_vpset_iszero(&set))
 		return EINVAL;
 	attr->vpset = set;
+	attr->vpset_first = marcel_vpset_first(&set);
+	attr->vpset_last = marcel_vpset_last(&set);
 	attr->has_vpset = 1;
 	return 0;
 }

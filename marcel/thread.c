@@ -12,9 +12,10 @@ static struct ma_runqueue *ma_vp_rq(unsigned vp)
 
 /* The queue of the smallest item covering every VP of the set (the VP's own queue for a
  * single VP), or NULL if the set names no existing VP. */
-static struct ma_runqueue *ma_rq_for_vpset(const marcel_vpset_t *set)
+static struct ma_runqueue *ma_rq_for_vpset(const marcel_attr_t *attr)
 {
-	int first = marcel_vpset_first(set), last = marcel_vpset_last(set);
+	const marcel_vpset_t *set = &attr->vpset;
+	int first = attr->vpset_first, last = attr->vpset_last;
 	if (first < 0 || (unsigned)first >= ma_rt.nb_vps)
 		return NULL;
 	if ((unsigned)last >= ma_rt.nb_vps)
@@ -89,7 +90,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	if (!attr)
 		rq = &ma_rt.rqs[0];
 	else if (attr->has_vpset) {
-		rq = ma_rq_for_vpset(&attr->vpset);
+		rq = ma_rq_for_vpset(attr);
 		if (!rq)
 			return EINVAL;
 	} else

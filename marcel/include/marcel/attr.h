@@ -52,6 +52,8 @@ typedef struct marcel_attr {
 	int preemptible;           /**< Whether time slicing may switch the thread out. */
 	int has_vpset;             /**< Whether @ref vpset restricts placement. */
 	marcel_vpset_t vpset;      /**< VPs the thread may run on. */
+	int vpset_first;           /**< Lowest VP of @ref vpset (kept so creation need not scan it). */
+	int vpset_last;            /**< Highest VP of @ref vpset. */
 	char name[MARCEL_MAXNAMESIZE]; /**< Initial name. */
 	void *reserved[8];         /**< Room for bubble placement attributes. */
 } marcel_attr_t;
