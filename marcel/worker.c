@@ -136,14 +136,16 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
 	unsigned hi = rq->vp >= 0 ? lo + 1 : rq->first_vp + rq->nb_vps;
 	/* Among sleeping workers that can see rq: prefer a whole idle core, then the one
-	 * nearest to us in the tree (caches shared with whoever produced the work). */
+	 * nearest to the queue in the tree, then the one nearest to the producer (caches it
+	 * shares with the new work). */
 	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
 			continue;
 		if (ma_path_index(o, rq) < 0)
 			continue;
-		unsigned score = (unsigned)ma_sibling_busy(o) * 1024u +
+		unsigned score = (unsigned)ma_sibling_busy(o) * 65536u +
+				 (unsigned)ma_path_index(o, rq) * 256u +
 				 (self ? ma_topo_distance(self->rq.level, o->rq.level) : 0);
 		if (score < best_score) {
 			best_score = score;
