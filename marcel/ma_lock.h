@@ -2,12 +2,26 @@
 #ifndef MA_LOCK_H
 #define MA_LOCK_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ma_arch.h"
+
+/*
+ * One round of a busy wait. After a few pause instructions it gives the processor away:
+ * the thread we wait for may be a preempted kernel thread (more workers than processors
+ * on fake topologies, or a loaded machine), and spinning would only delay it.
+ */
+static inline void ma_spin_backoff(unsigned *rounds)
+{
+	if (++*rounds < 64)
+		ma_cpu_relax();
+	else
+		sched_yield();
+}
 
 typedef struct {
 	atomic_int locked;
@@ -29,9 +43,10 @@ static inline int ma_spin_trylock(ma_spinlock_t *l)
 static inline void ma_spin_lock(ma_spinlock_t *l)
 {
 	/* Test-and-test-and-set: waiters spin on a shared line, not on the bus. */
+	unsigned rounds = 0;
 	while (atomic_exchange_explicit(&l->locked, 1, memory_order_acquire))
 		while (atomic_load_explicit(&l->locked, memory_order_relaxed))
-			ma_cpu_relax();
+			ma_spin_backoff(&rounds);
 }
 
 static inline void ma_spin_unlock(ma_spinlock_t *l)

@@ -21,7 +21,8 @@ typedef int (*ma_opt_parser)(struct ma_options *o, const char *v, const char **a
 static int ma_parse_uint(const char *v, unsigned long long min, unsigned long long max,
 			 unsigned long long *out)
 {
-	if (!*v || *v == '-' || *v == '+')
+	/* strtoull would accept leading blanks and signs: only digits are a count. */
+	if (*v < '0' || *v > '9')
 		return -1;
 	char *end;
 	errno = 0;
@@ -74,7 +75,7 @@ static int ma_opt_topology(struct ma_options *o, const char *v, const char **acc
 static int ma_opt_stack_size(struct ma_options *o, const char *v, const char **accepted)
 {
 	*accepted = "a size in bytes from 16k to 1G, with an optional k, M or G suffix";
-	if (!*v || *v == '-' || *v == '+')
+	if (*v < '0' || *v > '9')
 		return -1;
 	char *end;
 	errno = 0;

@@ -75,8 +75,9 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		}
 	}
 	/* Its previous worker may still be saving its registers. */
+	unsigned rounds = 0;
 	while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
-		ma_cpu_relax();
+		ma_spin_backoff(&rounds);
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
 	next->last_vp = (int)w->vp;

@@ -151,6 +151,14 @@ int marcel_wake_up_created_thread(marcel_t t)
 	return 0;
 }
 
+/* An ended thread's worker may still be switching away from it: wait before recycling. */
+static void ma_wait_off_cpu(struct marcel_task *t)
+{
+	unsigned rounds = 0;
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+		ma_spin_backoff(&rounds);
+}
+
 int marcel_join(marcel_t t, any_t *status)
 {
 	if (!ma_task_valid(t))
@@ -172,9 +180,7 @@ int marcel_join(marcel_t t, any_t *status)
 			break;
 		}
 	}
-	/* Its worker may still be switching away from it. */
-	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
-		ma_cpu_relax();
+	ma_wait_off_cpu(t);
 	if (status)
 		*status = t->retval;
 	ma_task_free(ma_worker_self(), t);
@@ -192,8 +198,7 @@ int marcel_detach(marcel_t t)
 		if (v & MA_LINK_DEAD) {
 			/* It already ended: we are the ones to reclaim it, once its worker has
 			 * finished switching away from it. */
-			while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
-				ma_cpu_relax();
+			ma_wait_off_cpu(t);
 			ma_task_free(ma_worker_self(), t);
 			return 0;
 		}

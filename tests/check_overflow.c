@@ -1,0 +1,309 @@
+/*
+ * Stack overflow reporting: a thread that runs off its stack kills the process with
+ * SIGABRT and one message naming the thread and its stack size; other faults are not
+ * reported as overflows and still reach the application's own SIGSEGV handler.
+ *
+ * Each crash happens in a child process forked by the test; the parent checks how it
+ * died and what it wrote on stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "ma_test.h"
+
+#define I2P(i) ((any_t)(intptr_t)(i))
+
+#define OVERFLOW_MSG_FMT                                                                    \
+	"marcel: stack overflow in thread '%s' (%zu bytes); raise MARCEL_STACK_SIZE or " \
+	"marcel_attr_setstacksize\n"
+
+/* Keeps the compiler from seeing that the recursion has no end. */
+static volatile int recursion_limit = 1 << 30;
+
+/* 512-byte frames (less than a page, so the guard page is hit rather than jumped over);
+ * the addition after the call prevents a tail call. */
+static __attribute__((noinline)) int recurse(int depth)
+{
+	volatile char frame[512];
+	frame[0] = (char)depth;
+	frame[sizeof(frame) - 1] = (char)depth;
+	if (depth >= recursion_limit)
+		return frame[0];
+	return recurse(depth + 1) + frame[sizeof(frame) - 1];
+}
+
+static any_t overflow_body(any_t arg)
+{
+	(void)arg;
+	return I2P(recurse(0));
+}
+
+static any_t null_body(any_t arg)
+{
+	(void)arg;
+	volatile int *volatile p = NULL;
+	*p = 1;
+	return NULL;
+}
+
+struct child_result {
+	int status;
+	char err[4096];
+};
+
+/* Runs fn in a forked child with stderr sent to a pipe; fn must not return normally
+ * (if it does, the child exits with 0). */
+static void run_child(void (*fn)(void), struct child_result *res)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], STDERR_FILENO);
+		close(p[1]);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t r;
+	while ((r = read(p[0], res->err + len, sizeof(res->err) - 1 - len)) > 0 ||
+	       (r < 0 && errno == EINTR))
+		if (r > 0)
+			len += (size_t)r;
+	res->err[len] = 0;
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &res->status, 0), pid);
+}
+
+/* In the child: fail loudly (exit code 90+) if the setup itself goes wrong. */
+static void child_init(void)
+{
+	int argc = 1;
+	char *argv[] = { (char *)"overflow", NULL };
+	if (marcel_init(&argc, argv))
+		_exit(90);
+}
+
+static void child_join(marcel_attr_t *a, marcel_func_t fn)
+{
+	marcel_t t;
+	if (marcel_create(&t, a, fn, NULL))
+		_exit(91);
+	marcel_join(t, NULL);
+	_exit(92);
+}
+
+static void child_overflow_64k(void)
+{
+	child_init();
+	marcel_attr_t a;
+	if (marcel_attr_init(&a) || marcel_attr_setstacksize(&a, 64 * 1024) ||
+	    marcel_attr_setname(&a, "deep-recursor"))
+		_exit(93);
+	child_join(&a, overflow_body);
+}
+
+static void check_overflow_death(const struct child_result *res, const char *name, size_t size)
+{
+	char expected[256];
+	snprintf(expected, sizeof(expected), OVERFLOW_MSG_FMT, name, size);
+	ck_assert_msg(WIFSIGNALED(res->status) && WTERMSIG(res->status) == SIGABRT,
+		      "child status %#x (exited %d, signal %d), stderr: %s", res->status,
+		      WIFEXITED(res->status) ? WEXITSTATUS(res->status) : -1,
+		      WIFSIGNALED(res->status) ? WTERMSIG(res->status) : -1, res->err);
+	ck_assert_msg(strstr(res->err, expected) != NULL, "expected '%s' on stderr, got '%s'", expected,
+		      res->err);
+	/* Reported once. */
+	ck_assert_ptr_null(strstr(strstr(res->err, expected) + strlen(expected), "stack overflow"));
+}
+
+START_TEST(test_overflow_64k)
+{
+	struct child_result res;
+	run_child(child_overflow_64k, &res);
+	check_overflow_death(&res, "deep-recursor", 65536);
+}
+END_TEST
+
+/* The default stack size comes from MARCEL_STACK_SIZE; the default name is "user". */
+static void child_overflow_default(void)
+{
+	setenv("MARCEL_STACK_SIZE", "64k", 1);
+	child_init();
+	child_join(NULL, overflow_body);
+}
+
+START_TEST(test_overflow_default_size)
+{
+	struct child_result res;
+	run_child(child_overflow_default, &res);
+	check_overflow_death(&res, "user", 65536);
+}
+END_TEST
+
+static any_t bystander(any_t arg)
+{
+	for (int i = 0; i < 100000; i++)
+		marcel_yield();
+	return arg;
+}
+
+/* A name set with marcel_setname is the one reported; any stack size is reported as set. */
+static any_t renamed_overflow(any_t arg)
+{
+	(void)arg;
+	marcel_setname(marcel_self(), "renamed-late");
+	return I2P(recurse(0));
+}
+
+static void child_overflow_renamed(void)
+{
+	child_init();
+	marcel_attr_t a;
+	if (marcel_attr_init(&a) || marcel_attr_setstacksize(&a, 200000))
+		_exit(93);
+	/* Several bystanders, so the overflow happens among other threads. */
+	for (int i = 0; i < 8; i++)
+		marcel_create(NULL, NULL, bystander, NULL);
+	child_join(&a, renamed_overflow);
+}
+
+START_TEST(test_overflow_renamed)
+{
+	struct child_result res;
+	run_child(child_overflow_renamed, &res);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	check_overflow_death(&res, "renamed-late", (200000 + page - 1) / page * page);
+}
+END_TEST
+
+/* A NULL dereference is a plain SIGSEGV, not an overflow. */
+static void child_null(void)
+{
+	child_init();
+	child_join(NULL, null_body);
+}
+
+START_TEST(test_null_deref)
+{
+	struct child_result res;
+	run_child(child_null, &res);
+	ck_assert_msg(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGSEGV,
+		      "child status %#x, stderr: %s", res.status, res.err);
+	ck_assert_msg(strstr(res.err, "stack overflow") == NULL, "reported as an overflow: %s", res.err);
+}
+END_TEST
+
+/* The application's SIGSEGV handler, installed before marcel_init, still gets other faults. */
+static void user_handler(int sig)
+{
+	(void)sig;
+	_exit(42);
+}
+
+static void user_siginfo_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	_exit(si->si_addr == NULL ? 43 : 44);
+}
+
+static void install(int siginfo)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	if (siginfo) {
+		sa.sa_sigaction = user_siginfo_handler;
+		sa.sa_flags = SA_SIGINFO;
+	} else {
+		sa.sa_handler = user_handler;
+	}
+	if (sigaction(SIGSEGV, &sa, NULL))
+		_exit(94);
+}
+
+static void child_user_handler(void)
+{
+	install(0);
+	child_init();
+	child_join(NULL, null_body);
+}
+
+static void child_user_siginfo_handler(void)
+{
+	install(1);
+	child_init();
+	child_join(NULL, null_body);
+}
+
+/* An overflow is still reported as such when the application has a handler. */
+static void child_user_handler_overflow(void)
+{
+	install(0);
+	child_init();
+	marcel_attr_t a;
+	if (marcel_attr_init(&a) || marcel_attr_setstacksize(&a, 64 * 1024) ||
+	    marcel_attr_setname(&a, "with-handler"))
+		_exit(93);
+	child_join(&a, overflow_body);
+}
+
+/* After marcel_end, the application's handler is back in place. */
+static void child_user_handler_after_end(void)
+{
+	install(0);
+	child_init();
+	marcel_t t;
+	if (marcel_create(&t, NULL, bystander, NULL) || marcel_join(t, NULL))
+		_exit(95);
+	marcel_end();
+	volatile int *volatile p = NULL;
+	*p = 1;
+	_exit(96);
+}
+
+START_TEST(test_user_handler)
+{
+	struct child_result res;
+	run_child(child_user_handler, &res);
+	ck_assert_msg(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 42, "child status %#x, stderr: %s",
+		      res.status, res.err);
+	ck_assert_ptr_null(strstr(res.err, "stack overflow"));
+
+	run_child(child_user_siginfo_handler, &res);
+	ck_assert_msg(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 43, "child status %#x, stderr: %s",
+		      res.status, res.err);
+
+	run_child(child_user_handler_overflow, &res);
+	check_overflow_death(&res, "with-handler", 65536);
+
+	run_child(child_user_handler_after_end, &res);
+	ck_assert_msg(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 42, "child status %#x, stderr: %s",
+		      res.status, res.err);
+}
+END_TEST
+
+static void tc_overflow(TCase *tc)
+{
+	tcase_add_test(tc, test_overflow_64k);
+	tcase_add_test(tc, test_overflow_default_size);
+	tcase_add_test(tc, test_overflow_renamed);
+	tcase_add_test(tc, test_null_deref);
+	tcase_add_test(tc, test_user_handler);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("overflow");
+	ma_test_add_both(s, "overflow", tc_overflow, 60);
+	return ma_test_run(s);
+}
