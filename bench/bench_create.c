@@ -147,11 +147,13 @@ struct job {
 	double *one, *shared, *batch; /* per-rep results */
 	long shared_elsewhere;
 	int vp_moves;                 /* times the driver found itself off its VP */
+	unsigned nvp; /* VPs the runtime had */
 };
 
 static any_t driver(any_t arg)
 {
 	struct job *j = arg;
+	j->nvp = marcel_nbvps();
 	int vp = marcel_current_vp();
 	marcel_attr_t local;
 	BENCH_CHECK(marcel_attr_init(&local));
@@ -203,18 +205,8 @@ int main(int argc, char **argv)
 		bench_fail("out of memory");
 
 	/* ---- marcel ---- */
-	BENCH_CHECK(marcel_init(NULL, NULL));
-	unsigned nvp = marcel_nbvps();
-	marcel_attr_t a;
-	BENCH_CHECK(marcel_attr_init(&a));
-	BENCH_CHECK(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(0)));
-	marcel_t d;
-	any_t res;
-	BENCH_CHECK(marcel_create(&d, &a, driver, &j));
-	BENCH_CHECK(marcel_join(d, &res));
-	if ((uintptr_t)res != 0x600d)
-		bench_fail("driver returned %p", res);
-	marcel_end();
+	bench_run_on_vp0(driver, &j);
+	unsigned nvp = j.nvp;
 	if (j.vp_moves)
 		bench_fail("the VP0-bound driver left VP0 %d times", j.vp_moves);
 

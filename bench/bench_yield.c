@@ -192,17 +192,7 @@ int main(int argc, char **argv)
 	for (int r = 0; r < R; r++)
 		pt[r] = pt_handoff(n_pt);
 
-	BENCH_CHECK(marcel_init(NULL, NULL));
-	marcel_attr_t a;
-	BENCH_CHECK(marcel_attr_init(&a));
-	BENCH_CHECK(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(0)));
-	marcel_t d;
-	any_t res;
-	BENCH_CHECK(marcel_create(&d, &a, driver, &j));
-	BENCH_CHECK(marcel_join(d, &res));
-	if ((uintptr_t)res != 0x600d)
-		bench_fail("driver returned %p", res);
-	marcel_end();
+	bench_run_on_vp0(driver, &j);
 
 	struct bench_stat clean = bench_stat_of(j.clean, R), dirty = bench_stat_of(j.dirty, R);
 	bench_line("yield_2ult_1vp", "ns", clean, "pthread_futex", bench_stat_of(pt, R),

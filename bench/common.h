@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <marcel.h>
 
 #define BENCH_DEFAULT_REPS 11
 #define BENCH_FULL_REPS 31
@@ -141,6 +142,27 @@ bench_line(const char *name, const char *unit, struct bench_stat m, const char *
 	       name, unit, m.med, peer, unit, p.med, m.med > 0 ? p.med / m.med : 0.0, m.min, m.max, peer,
 	       p.min, p.max, comment);
 	fflush(stdout);
+}
+
+/*
+ * Starts the runtime, runs driver(arg) in a ULT bound to VP0 and stops the runtime. The
+ * main thread is not VP-local (its queue is the machine's, so any worker may resume it),
+ * hence a bound driver for loops that must stay on one worker. The driver returns 0x600d
+ * when all went well.
+ */
+static inline void bench_run_on_vp0(marcel_func_t driver, void *arg)
+{
+	BENCH_CHECK(marcel_init(NULL, NULL));
+	marcel_attr_t a;
+	BENCH_CHECK(marcel_attr_init(&a));
+	BENCH_CHECK(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(0)));
+	marcel_t d;
+	any_t res;
+	BENCH_CHECK(marcel_create(&d, &a, driver, arg));
+	BENCH_CHECK(marcel_join(d, &res));
+	if ((uintptr_t)res != 0x600d)
+		bench_fail("driver returned %p", res);
+	marcel_end();
 }
 
 /* Estimated TSC frequency in GHz (cycles per ns) over a short busy interval. */

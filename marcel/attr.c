@@ -6,6 +6,15 @@
 
 #define MA_ATTR_MAGIC 0x4d415454u /* "MATT"; must match thread.c */
 
+int ma_copy_name(char *buf, size_t n, const char *name)
+{
+	size_t len = strnlen(name, MARCEL_MAXNAMESIZE);
+	if (n <= len)
+		return ERANGE;
+	memcpy(buf, name, len + 1);
+	return 0;
+}
+
 static int ma_attr_ok(const marcel_attr_t *attr)
 {
 	return attr && attr->magic == MA_ATTR_MAGIC;
@@ -79,11 +88,7 @@ int marcel_attr_getname(const marcel_attr_t *attr, char *buf, size_t n)
 {
 	if (!ma_attr_ok(attr) || !buf)
 		return EINVAL;
-	size_t len = strnlen(attr->name, sizeof(attr->name));
-	if (n <= len)
-		return ERANGE;
-	memcpy(buf, attr->name, len + 1);
-	return 0;
+	return ma_copy_name(buf, n, attr->name);
 }
 
 int marcel_attr_setprio(marcel_attr_t *attr, int prio)

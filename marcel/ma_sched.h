@@ -292,6 +292,10 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_task_pools_free(void) MA_HIDDEN;
 int ma_task_valid(const struct marcel_task *t) MA_HIDDEN;
 
+/* ---- attr.c ---- */
+/* Copies a MARCEL_MAXNAMESIZE name into buf (n bytes): 0, or ERANGE if it does not fit. */
+int ma_copy_name(char *buf, size_t n, const char *name) MA_HIDDEN;
+
 /* ---- options.c ---- */
 int ma_options_parse(struct ma_options *o, int *argc, char **argv) MA_HIDDEN;
 

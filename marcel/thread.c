@@ -233,11 +233,7 @@ int marcel_getname(marcel_t t, char *buf, size_t n)
 		return ESRCH;
 	if (!buf)
 		return EINVAL;
-	size_t len = strnlen(t->name, sizeof(t->name));
-	if (n <= len)
-		return ERANGE;
-	memcpy(buf, t->name, len + 1);
-	return 0;
+	return ma_copy_name(buf, n, t->name);
 }
 
 int marcel_current_vp(void)
