@@ -12,10 +12,14 @@
  *
  * Output: BENCH find_next_cycles_internal marcel_cycles=<median> peer=flat
  *         peer_cycles=<median on "core:1"> ratio=<flat/deep>
+ *
+ * It also prints the bare context switch (ma_ctx_switch ping-pong between two contexts,
+ * no scheduler at all) as an INFO line: the floor under every yield, with no peer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <x86intrin.h>
 #include "ma_sched.h"
 
@@ -73,6 +77,35 @@ static uint64_t measure(const char *topology, unsigned *path_len)
 	return m > o ? m - o : 0;
 }
 
+static ma_ctx_t raw_main, raw_other;
+
+static void raw_entry(void *prev, void *arg)
+{
+	(void)prev;
+	(void)arg;
+	for (;;)
+		ma_ctx_switch(&raw_other, &raw_main, NULL);
+}
+
+/* ns per switch, median of 11 runs of 2M round trips. */
+static double raw_switch_ns(void)
+{
+	static char stack[64 * 1024] __attribute__((aligned(64)));
+	enum { ROUNDS = 2000000, REPS = 11 };
+	uint64_t per[REPS];
+	ma_ctx_make(&raw_other, stack, sizeof(stack), ma_arch_fpctl(), raw_entry, NULL);
+	ma_ctx_switch(&raw_main, &raw_other, NULL);
+	for (int r = 0; r < REPS; r++) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < ROUNDS; i++)
+			ma_ctx_switch(&raw_main, &raw_other, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		per[r] = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
+	}
+	return (double)median(per, REPS) / (2.0 * ROUNDS);
+}
+
 int main(void)
 {
 	unsigned deep_len, flat_len;
@@ -82,5 +115,7 @@ int main(void)
 	       "  # %u queues peeked (VP + 3 levels) vs %u; rdtscp overhead subtracted\n",
 	       (unsigned long long)deep, (unsigned long long)flat, deep ? (double)flat / (double)deep : 0.0,
 	       deep_len, flat_len);
+	printf("INFO ctx_switch_raw ns=%.2f  # ma_ctx_switch between two contexts, no scheduler: the floor "
+	       "under a yield\n", raw_switch_ns());
 	return 0;
 }
