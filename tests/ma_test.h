@@ -40,25 +40,26 @@ static inline void ma_test_init(void)
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
 typedef void (*ma_test_populate)(TCase *tc);
 
+static inline void ma_test_add_one(Suite *s, const char *name, void (*setup)(void),
+				   ma_test_populate populate, int timeout)
+{
+	TCase *tc = tcase_create(name);
+	tcase_add_checked_fixture(tc, setup, NULL);
+	populate(tc);
+	if (timeout)
+		tcase_set_timeout(tc, timeout);
+	suite_add_tcase(s, tc);
+}
+
 static inline void ma_test_add_both(Suite *s, const char *name, ma_test_populate populate, int timeout)
 {
 	/* Check keeps the name pointer: give each copy storage that outlives the run. */
 	static char names[32][64];
 	static unsigned nb_names;
-	char *buf = names[nb_names++ % 32];
-	TCase *real = tcase_create(name);
-	tcase_add_checked_fixture(real, ma_test_setup_real, NULL);
-	populate(real);
-	if (timeout)
-		tcase_set_timeout(real, timeout);
-	suite_add_tcase(s, real);
-	snprintf(buf, sizeof(names[0]), "%s-synth32", name);
-	TCase *synth = tcase_create(buf);
-	tcase_add_checked_fixture(synth, ma_test_setup_synth32, NULL);
-	populate(synth);
-	if (timeout)
-		tcase_set_timeout(synth, timeout);
-	suite_add_tcase(s, synth);
+	char *synth = names[nb_names++ % 32];
+	snprintf(synth, sizeof(names[0]), "%s-synth32", name);
+	ma_test_add_one(s, name, ma_test_setup_real, populate, timeout);
+	ma_test_add_one(s, synth, ma_test_setup_synth32, populate, timeout);
 }
 
 static inline int ma_test_run(Suite *s)
