@@ -18,7 +18,7 @@ extern char **environ;
 #define P2I(p) ((int)(intptr_t)(p))
 
 /* Every test starts from an environment without MARCEL_* variables (make check-valgrind
- * sets MARCEL_TEST_VALGRIND, and a developer's shell may set others). */
+ * sets MA_TEST_VALGRIND, and a developer's shell may set others). */
 static void clean_env(void)
 {
 	for (;;) {

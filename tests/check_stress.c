@@ -3,7 +3,7 @@
  * marcel_end with work in flight, and joins from kernel threads. Run on this machine and
  * on the synthetic 32-PU topology (16 workers on this 2-core box).
  *
- * Sizes shrink under valgrind (MARCEL_TEST_VALGRIND, see Makefile.am's check-valgrind).
+ * Sizes shrink under valgrind (MA_TEST_VALGRIND, see Makefile.am's check-valgrind).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,7 +22,7 @@ static long scaled(long n)
 {
 	static int valgrind = -1;
 	if (valgrind < 0)
-		valgrind = getenv("MARCEL_TEST_VALGRIND") != NULL;
+		valgrind = getenv("MA_TEST_VALGRIND") != NULL;
 	return valgrind ? (n / 100 > 10 ? n / 100 : 10) : n;
 }
 
