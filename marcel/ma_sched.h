@@ -273,6 +273,9 @@ void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
 int ma_workers_start(void) MA_HIDDEN;
 void ma_workers_stop(void) MA_HIDDEN;
 void ma_wake_idle_worker(struct ma_runqueue *rq) MA_HIDDEN;
+/* The sleeping worker ma_wake_idle_worker would wake for work on rq produced by self
+ * (NULL: not a worker), or NULL if none can see rq. Reads states without claiming. */
+struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
 void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
 
 /* ---- stack.c ---- */

@@ -128,9 +128,8 @@ static int ma_sibling_busy(const struct ma_worker *w)
 	return 0;
 }
 
-void ma_wake_idle_worker(struct ma_runqueue *rq)
+struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_worker *self)
 {
-	struct ma_worker *self = ma_worker_self();
 	struct ma_worker *best = NULL;
 	unsigned best_score = ~0u;
 	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
@@ -142,16 +141,22 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 		struct ma_worker *o = &ma_rt.workers[v];
 		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
 			continue;
-		if (ma_path_index(o, rq) < 0)
+		int index = ma_path_index(o, rq);
+		if (index < 0)
 			continue;
-		unsigned score = (unsigned)ma_sibling_busy(o) * 65536u +
-				 (unsigned)ma_path_index(o, rq) * 256u +
+		unsigned score = (unsigned)ma_sibling_busy(o) * 65536u + (unsigned)index * 256u +
 				 (self ? ma_topo_distance(self->rq.level, o->rq.level) : 0);
 		if (score < best_score) {
 			best_score = score;
 			best = o;
 		}
 	}
+	return best;
+}
+
+void ma_wake_idle_worker(struct ma_runqueue *rq)
+{
+	struct ma_worker *best = ma_wake_choose(rq, ma_worker_self());
 	if (best) {
 		int s = MA_WORKER_SLEEPING;
 		if (atomic_compare_exchange_strong(&best->state, &s, MA_WORKER_WAKING)) {
@@ -160,6 +165,8 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 		}
 	}
 	/* Lost a race (or the best one just woke): take any sleeper left. */
+	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
+	unsigned hi = rq->vp >= 0 ? lo + 1 : rq->first_vp + rq->nb_vps;
 	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		int s = MA_WORKER_SLEEPING;
