@@ -17,6 +17,7 @@ __attribute__((noinline)) static void *ma_read_arg(void)
 static void ma_ctx_start(void)
 {
 	const ma_ctx_t *self = ma_switch_target;
+	fesetround(self->fpround);
 	self->entry(ma_read_arg(), self->arg);
 	abort();
 }
@@ -24,8 +25,8 @@ static void ma_ctx_start(void)
 void ma_ctx_make(ma_ctx_t *ctx, void *stack_base, size_t stack_size, uint64_t fpctl,
 		 void (*entry)(void *, void *), void *arg)
 {
-	(void)fpctl;
 	getcontext(&ctx->uc);
+	ctx->fpround = (int)fpctl;
 	ctx->uc.uc_stack.ss_sp = stack_base;
 	ctx->uc.uc_stack.ss_size = stack_size;
 	ctx->uc.uc_link = NULL;

@@ -5,6 +5,7 @@
 #ifndef MA_ARCH_H
 #define MA_ARCH_H
 
+#include <fenv.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -14,15 +15,19 @@ typedef struct ma_ctx {
 	ucontext_t uc;
 	void (*entry)(void *, void *);
 	void *arg;
+	int fpround;              /* rounding mode the new context starts with */
 } ma_ctx_t;
 
 void *ma_ctx_switch(ma_ctx_t *from, const ma_ctx_t *to, void *arg);
 void ma_ctx_make(ma_ctx_t *ctx, void *stack_base, size_t stack_size, uint64_t fpctl,
 		 void (*entry)(void *, void *), void *arg);
 
+/* swapcontext carries the floating-point environment across switches; what a new
+ * thread inherits from its creator is the rounding mode, applied when it starts (its
+ * context is made later, at first run, from whatever thread is running then). */
 static inline uint64_t ma_arch_fpctl(void)
 {
-	return 0; /* swapcontext carries the floating-point environment itself */
+	return (uint64_t)(unsigned)fegetround();
 }
 
 void *ma_tls_worker_get(void);
