@@ -29,6 +29,19 @@ __attribute__((noinline)) void *ma_tls_worker_get(void)
 }
 #endif
 
+/* How long a spinning worker leaves new work on a shared queue to its producer's worker:
+ * a thread that creates and then joins (or blocks) runs the child itself, on its own
+ * cache, instead of the idle worker pulling it across cores. Far below any useful
+ * thread's lifetime, so parallel work is not held back in practice. */
+#define MA_STEAL_GRACE_NS 2000u
+
+static uint64_t ma_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t ma_now_us(void)
 {
 	struct timespec ts;
@@ -48,6 +61,22 @@ static int ma_path_has_work(const struct ma_worker *w)
 		if (atomic_load_explicit(&w->path[i]->bitmap, memory_order_relaxed))
 			return 1;
 	return 0;
+}
+
+/* Work a spinning worker may take now: anything on its own queue; on a shared queue, only
+ * what has been waiting for a while (see ma_idle_wait). */
+static int ma_spin_sees_work(const struct ma_worker *w, uint64_t *shared_since)
+{
+	if (atomic_load_explicit(&w->rq.bitmap, memory_order_relaxed))
+		return 1;
+	if (!ma_path_has_work(w)) {
+		*shared_since = 0;
+		return 0;
+	}
+	uint64_t now = ma_now_ns();
+	if (!*shared_since)
+		*shared_since = now;
+	return now - *shared_since >= MA_STEAL_GRACE_NS;
 }
 
 static int ma_path_has_work_locked(const struct ma_worker *w)
@@ -72,7 +101,8 @@ void ma_idle_wait(struct ma_worker *w)
 	int oversubscribed = ma_rt.topo.fake;
 	unsigned rounds = 0;
 	int found = 0;
-	while (!(found = ma_path_has_work(w)) && !atomic_load(&ma_rt.stopping)) {
+	uint64_t shared_since = 0;
+	while (!(found = ma_spin_sees_work(w, &shared_since)) && !atomic_load(&ma_rt.stopping)) {
 		if (oversubscribed)
 			sched_yield();
 		else

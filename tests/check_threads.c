@@ -1534,8 +1534,45 @@ static void tc_behaviour(TCase *tc)
 	tcase_add_test(tc, test_yield_to);
 }
 
+/* Threads with default attributes share the machine queue: idle workers must take them,
+ * so all of them run at the same time. Each spins without yielding until every one has
+ * started, which can only finish if each runs on its own worker; main waits without
+ * yielding its worker either (join blocks it). */
+static atomic_int shared_started;
+static atomic_int shared_vps_seen;
+
+static any_t spin_until_all_started(any_t arg)
+{
+	int n = P2I(arg);
+	atomic_fetch_or(&shared_vps_seen, 1 << marcel_current_vp());
+	atomic_fetch_add(&shared_started, 1);
+	while (atomic_load(&shared_started) < n)
+		;
+	return NULL;
+}
+
+START_TEST(test_shared_runs_in_parallel)
+{
+	ma_test_init();
+	int n = (int)marcel_nbvps();
+	if (n > 16)
+		n = 16;
+	marcel_t t[16];
+	atomic_store(&shared_started, 0);
+	atomic_store(&shared_vps_seen, 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(marcel_create(&t[i], NULL, spin_until_all_started, I2P(n)), 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(atomic_load(&shared_started), n);
+	ck_assert_int_eq(__builtin_popcount((unsigned)atomic_load(&shared_vps_seen)), n);
+	marcel_end();
+}
+END_TEST
+
 static void tc_placement(TCase *tc)
 {
+	tcase_add_test(tc, test_shared_runs_in_parallel);
 	tcase_add_test(tc, test_vpset_single);
 	tcase_add_test(tc, test_vpset_numa);
 	tcase_add_test(tc, test_sched_other);
