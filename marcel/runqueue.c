@@ -67,7 +67,15 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 			struct ma_list *l = &rq->queue[__builtin_ctzll(bm)];
 			struct ma_entity *e = ma_container_of(l->next, struct ma_entity, run_node);
 			ma_rq_dequeue_locked(rq, e);
+			/* An enqueue skips the wake-up when a worker spins, but that worker takes
+			 * one entity: whoever takes one from a shared queue that still holds work,
+			 * with nobody spinning, wakes the next sleeper, so wake-ups chain. */
+			int more = rq->vp < 0 && atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &&
+				   !atomic_load_explicit(&rq->nr_spinning, memory_order_relaxed) &&
+				   atomic_load_explicit(&rq->nr_sleeping, memory_order_relaxed);
 			ma_spin_unlock(&rq->hold.lock);
+			if (more)
+				ma_wake_idle_worker(rq);
 			/* Only threads are queued until bubbles arrive; their strategy hook will
 			 * decide here what picking a bubble means. */
 			return ma_container_of(e, struct marcel_task, e);
