@@ -4,8 +4,6 @@
 #include <unistd.h>
 #include "ma_sched.h"
 
-#define MA_ATTR_MAGIC 0x4d415454u /* "MATT"; must match thread.c */
-
 int ma_copy_name(char *buf, size_t n, const char *name)
 {
 	size_t len = strnlen(name, MARCEL_MAXNAMESIZE);

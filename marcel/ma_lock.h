@@ -27,17 +27,9 @@ typedef struct {
 	atomic_int locked;
 } ma_spinlock_t;
 
-#define MA_SPINLOCK_INIT { 0 }
-
 static inline void ma_spin_init(ma_spinlock_t *l)
 {
 	atomic_init(&l->locked, 0);
-}
-
-static inline int ma_spin_trylock(ma_spinlock_t *l)
-{
-	return !atomic_load_explicit(&l->locked, memory_order_relaxed) &&
-	       !atomic_exchange_explicit(&l->locked, 1, memory_order_acquire);
 }
 
 static inline void ma_spin_lock(ma_spinlock_t *l)

@@ -78,7 +78,7 @@ enum ma_task_state {
 	MA_TASK_RUNNING,
 	MA_TASK_BLOCKING,  /* about to block: a wake-up now cancels the block */
 	MA_TASK_BLOCKED,
-	MA_TASK_DEAD,      /* ended, not yet joined */
+	MA_TASK_DEAD,      /* ended, not yet joined (or being reclaimed) */
 };
 
 /* What the context we switch to does with the one we leave, once its registers are saved. */
@@ -95,6 +95,7 @@ enum ma_post {
 #define MA_LINK_FLAGS ((uintptr_t)3)
 
 #define MA_TASK_MAGIC 0x4d54534bu /* "MTSK" */
+#define MA_ATTR_MAGIC 0x4d415454u /* "MATT": set by marcel_attr_init */
 
 struct ma_waiter;
 
@@ -216,6 +217,15 @@ static inline struct marcel_task *ma_task_self(void)
 {
 	struct ma_worker *w = ma_worker_self();
 	return w ? w->current : NULL;
+}
+
+/* Position of rq in w's path (0: w's own queue), or -1 if w does not look at rq. */
+static inline int ma_path_index(const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	for (unsigned i = 0; i < w->path_len; i++)
+		if (w->path[i] == rq)
+			return (int)i;
+	return -1;
 }
 
 /* ---- runqueue.c ---- */

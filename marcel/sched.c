@@ -166,21 +166,12 @@ void ma_wake_task(struct marcel_task *t)
 	}
 }
 
-/* Whether worker w looks at queue rq in find_next. */
-static int ma_worker_sees(const struct ma_worker *w, const struct ma_runqueue *rq)
-{
-	for (unsigned i = 0; i < w->path_len; i++)
-		if (w->path[i] == rq)
-			return 1;
-	return 0;
-}
-
 struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt)
 {
 	struct marcel_task *t = wt->task;
 	/* Only take over a waiter that last ran here: pulling it from another worker would
 	 * trade its cache for a queue round trip. */
-	if (!t || t->last_vp != (int)w->vp || !ma_worker_sees(w, ma_rq_of_holder(t->e.sched_holder))) {
+	if (!t || t->last_vp != (int)w->vp || ma_path_index(w, ma_rq_of_holder(t->e.sched_holder)) < 0) {
 		ma_waiter_wake(wt);
 		return NULL;
 	}
@@ -262,7 +253,7 @@ int marcel_yield_to(marcel_t t)
 	if (t == cur)
 		return 0;
 	struct ma_holder *h = t->e.ready_holder;
-	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_worker_sees(w, ma_rq_of_holder(h))) {
+	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_path_index(w, ma_rq_of_holder(h)) >= 0) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
 		ma_spin_lock(&rq->hold.lock);
 		if (t->e.ready_holder == h && atomic_load(&t->state) == MA_TASK_READY) {
@@ -293,6 +284,7 @@ void marcel_exit(any_t retval)
 		exit(0);
 	}
 	cur->retval = retval;
+	atomic_store_explicit(&cur->state, MA_TASK_DEAD, memory_order_relaxed);
 	/* Publish the death now, so a blocked joiner can take over this worker directly;
 	 * it will not recycle the descriptor before on_cpu clears (ma_release_exited). */
 	uintptr_t old = atomic_fetch_or(&cur->link, MA_LINK_DEAD);

@@ -3,8 +3,6 @@
 #include <string.h>
 #include "ma_sched.h"
 
-#define MA_ATTR_MAGIC 0x4d415454u /* must match attr.c */
-
 static struct ma_runqueue *ma_vp_rq(unsigned vp)
 {
 	return &ma_rt.workers[vp].rq;

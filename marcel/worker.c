@@ -134,16 +134,18 @@ static void ma_worker_kick(struct ma_worker *w)
 	ma_futex_wake(&w->wake_seq, 1);
 }
 
-/* Position of rq in w's path if w looks at it, else -1. */
-static int ma_path_index(const struct ma_worker *w, const struct ma_runqueue *rq)
+/* VPs [*lo, *hi) may see rq (ma_path_index tells which really do). */
+static void ma_rq_vp_range(const struct ma_runqueue *rq, unsigned *lo, unsigned *hi)
 {
-	for (unsigned i = 0; i < w->path_len; i++)
-		if (w->path[i] == rq)
-			return (int)i;
-	return -1;
+	*lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
+	*hi = rq->vp >= 0 ? *lo + 1 : rq->first_vp + rq->nb_vps;
+	if (*hi > ma_rt.nb_vps)
+		*hi = ma_rt.nb_vps;
 }
 
-/* Whether another VP on the same core is busy (then the core's resources are shared). */
+/* Whether another VP on the same core is busy (then the core's resources are shared).
+ * The core's VPs are those whose path holds its queue: with more VPs than cores they are
+ * not consecutive. */
 static int ma_sibling_busy(const struct ma_worker *w)
 {
 	const struct ma_level *core = w->rq.level;
@@ -151,23 +153,27 @@ static int ma_sibling_busy(const struct ma_worker *w)
 		core = core->parent;
 	if (!core)
 		return 0;
-	for (unsigned v = core->first_vp; v < core->first_vp + core->nb_vps && v < ma_rt.nb_vps; v++)
-		if (v != w->vp && atomic_load_explicit(&ma_rt.workers[v].state, memory_order_relaxed) ==
-					  MA_WORKER_BUSY)
+	const struct ma_runqueue *crq = &ma_rt.rqs[core->id];
+	unsigned lo, hi;
+	ma_rq_vp_range(crq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		if (v != w->vp && ma_path_index(o, crq) >= 0 &&
+		    atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY)
 			return 1;
+	}
 	return 0;
 }
 
 struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_worker *self)
 {
 	struct ma_worker *best = NULL;
-	unsigned best_score = ~0u;
-	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
-	unsigned hi = rq->vp >= 0 ? lo + 1 : rq->first_vp + rq->nb_vps;
+	unsigned best_score = ~0u, lo, hi;
+	ma_rq_vp_range(rq, &lo, &hi);
 	/* Among sleeping workers that can see rq: prefer a whole idle core, then the one
 	 * nearest to the queue in the tree, then the one nearest to the producer (caches it
 	 * shares with the new work). */
-	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
+	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
 			continue;
@@ -195,9 +201,9 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 		}
 	}
 	/* Lost a race (or the best one just woke): take any sleeper left. */
-	unsigned lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
-	unsigned hi = rq->vp >= 0 ? lo + 1 : rq->first_vp + rq->nb_vps;
-	for (unsigned v = lo; v < hi && v < ma_rt.nb_vps; v++) {
+	unsigned lo, hi;
+	ma_rq_vp_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		int s = MA_WORKER_SLEEPING;
 		if (ma_path_index(o, rq) >= 0 &&

@@ -2,7 +2,7 @@
  * Which idle worker new work wakes (white-box: links the static library and reads the
  * runtime's internals, since the choice is not observable through the public API).
  *
- * Machine: synthetic "pack:2 core:2 pu:2" with MARCEL_SMT=1, i.e. 8 VPs, two per core:
+ * Main machine: synthetic "pack:2 core:2 pu:2" with MARCEL_SMT=1, i.e. 8 VPs, two per core:
  *   Package0: Core0 {VP0, VP1}  Core1 {VP2, VP3}
  *   Package1: Core2 {VP4, VP5}  Core3 {VP6, VP7}
  * main runs on VP0 (busy); the test waits until VP1..VP7 sleep, then asks whom work on a
@@ -15,26 +15,33 @@
 #include <time.h>
 #include "ma_sched.h"
 
-static void start_and_wait_sleepers(void)
+/* Starts the runtime on `topology` and waits until every VP but ours (VP0) sleeps. */
+static void start_and_wait_sleepers(const char *topology, const char *smt, const char *nvp,
+				    unsigned nbvps)
 {
-	setenv("MARCEL_TOPOLOGY", "pack:2 core:2 pu:2", 1);
-	setenv("MARCEL_SMT", "1", 1);
-	unsetenv("MARCEL_NVP");
+	setenv("MARCEL_TOPOLOGY", topology, 1);
+	setenv("MARCEL_SMT", smt, 1);
+	if (nvp)
+		setenv("MARCEL_NVP", nvp, 1);
+	else
+		unsetenv("MARCEL_NVP");
 	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
-	ck_assert_uint_eq(marcel_nbvps(), 8);
+	ck_assert_uint_eq(marcel_nbvps(), nbvps);
 	ck_assert_int_eq(marcel_current_vp(), 0);
 	/* Idle workers spin about 50 us, then sleep; allow plenty on a loaded machine. */
 	for (int tries = 0; tries < 5000; tries++) {
 		unsigned sleeping = 0;
-		for (unsigned v = 1; v < 8; v++)
+		for (unsigned v = 1; v < nbvps; v++)
 			sleeping += atomic_load(&ma_rt.workers[v].state) == MA_WORKER_SLEEPING;
-		if (sleeping == 7)
+		if (sleeping == nbvps - 1)
 			return;
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	ck_abort_msg("VP1..VP7 did not all go to sleep within 5 s");
+	ck_abort_msg("VP1..VP%u did not all go to sleep within 5 s", nbvps - 1);
 }
+
+#define SMT8 "pack:2 core:2 pu:2", "1", NULL, 8
 
 /* The run queue of the topology item called `name`. */
 static struct ma_runqueue *rq_named(const char *name)
@@ -54,7 +61,7 @@ static int chosen_vp(struct ma_runqueue *rq)
 
 START_TEST(test_prefers_idle_core_then_nearest)
 {
-	start_and_wait_sleepers();
+	start_and_wait_sleepers(SMT8);
 	/* Machine queue: VP1 shares Core0 with busy VP0, so Core1 (same package as us) wins. */
 	ck_assert_int_eq(chosen_vp(rq_named("machine")), 2);
 	/* Package1: both cores idle and equally far: the first one. */
@@ -71,7 +78,7 @@ END_TEST
 
 START_TEST(test_busy_workers_are_not_chosen)
 {
-	start_and_wait_sleepers();
+	start_and_wait_sleepers(SMT8);
 	/* Pretend VP2 is busy (restored before anything can wake): then Core1 has a busy
 	 * sibling too, and the whole idle cores are in Package1. */
 	int saved = atomic_exchange(&ma_rt.workers[2].state, MA_WORKER_BUSY);
@@ -83,12 +90,28 @@ START_TEST(test_busy_workers_are_not_chosen)
 }
 END_TEST
 
+/* More VPs than cores: "core:3 pu:1" with 6 VPs puts VP n on Core(n mod 3), so a core's
+ * VPs are not consecutive (Core0 {0,3}, Core1 {1,4}, Core2 {2,5}). With VP0 and VP2 busy,
+ * only Core1 is wholly idle. */
+START_TEST(test_siblings_with_wrapped_vps)
+{
+	start_and_wait_sleepers("core:3 pu:1", "0", "6", 6);
+	int saved = atomic_exchange(&ma_rt.workers[2].state, MA_WORKER_BUSY);
+	ck_assert_int_eq(saved, MA_WORKER_SLEEPING);
+	int vp = chosen_vp(rq_named("machine"));
+	atomic_store(&ma_rt.workers[2].state, saved);
+	ck_assert_msg(vp == 1 || vp == 4, "chose VP%d, expected VP1 or VP4 (Core1, wholly idle)", vp);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("wake");
 	TCase *tc = tcase_create("choice");
 	tcase_add_test(tc, test_prefers_idle_core_then_nearest);
 	tcase_add_test(tc, test_busy_workers_are_not_chosen);
+	tcase_add_test(tc, test_siblings_with_wrapped_vps);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
