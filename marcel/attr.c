@@ -155,3 +155,19 @@ int marcel_attr_getpreemptible(const marcel_attr_t *attr, int *preemptible)
 	*preemptible = attr->preemptible;
 	return 0;
 }
+
+int marcel_attr_setseed(marcel_attr_t *attr, int seed)
+{
+	if (!ma_attr_ok(attr))
+		return EINVAL;
+	attr->seed = seed != 0;
+	return 0;
+}
+
+int marcel_attr_getseed(const marcel_attr_t *attr, int *seed)
+{
+	if (!ma_attr_ok(attr) || !seed)
+		return EINVAL;
+	*seed = attr->seed;
+	return 0;
+}

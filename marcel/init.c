@@ -10,7 +10,6 @@
 #include "ma_sched.h"
 #include "ma_sanitizer.h"
 
-#define MA_IDLE_STACK_SIZE ((size_t)64 * 1024)
 #define MA_IDLE_SPIN_US 50
 
 struct ma_runtime ma_rt;
@@ -39,12 +38,7 @@ static void ma_runtime_free(void)
 	if (ma_rt.workers) {
 		ma_stack_pools_free();
 		ma_task_pools_free();
-		struct ma_worker *w0 = &ma_rt.workers[0];
-		if (w0->idle_stack) {
-			ma_valgrind_stack_deregister(w0->idle_stack_vg);
-			ma_stack_unmap(w0->idle_stack, w0->idle_stack_size);
-		}
-		ma_altstack_teardown(w0);
+		ma_carriers_free();
 		for (unsigned v = 0; v < ma_rt.nb_vps; v++)
 			free(ma_rt.workers[v].path);
 		free(ma_rt.workers);
@@ -97,6 +91,8 @@ static int ma_build_queues(void)
 			rq->nb_vps = v - rq->first_vp + 1;
 		}
 		atomic_init(&w->state, MA_WORKER_BUSY);
+		atomic_init(&w->timer_next, UINT64_MAX);
+		ma_spin_init(&w->timer_lock);
 		ma_idle_task_init(w);
 	}
 	for (unsigned i = 0; i < topo->nb_levels; i++)
@@ -127,28 +123,12 @@ static int ma_setup_main(void)
 	w0->errno_loc = &errno;
 	ma_tls_worker = w0;
 
-	/* VP 0's kernel thread runs main, so its scheduling context needs a stack of its own. */
-	size_t mapped;
-	w0->idle_stack = ma_stack_map(MA_IDLE_STACK_SIZE, &mapped);
-	if (!w0->idle_stack)
-		return ENOMEM;
-	w0->idle_stack_size = MA_IDLE_STACK_SIZE;
-	w0->idle_stack_vg = ma_valgrind_stack_register(w0->idle_stack, (char *)w0->idle_stack + MA_IDLE_STACK_SIZE);
-	w0->idle.asan_bottom = w0->idle_stack;
-	w0->idle.asan_size = MA_IDLE_STACK_SIZE;
-	w0->idle.stack_base = w0->idle_stack;
-	ma_ctx_make(&w0->idle.ctx, w0->idle_stack, MA_IDLE_STACK_SIZE, ma_arch_fpctl(),
-		    ma_idle_loop, w0);
-
 	if (!ma_rt.topo.fake && !sched_getaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity))
 		ma_main_affinity_saved = 1;
 	int e = ma_topo_bind_self(&ma_rt.topo, 0);
 	if (e)
 		fprintf(stderr, "marcel: warning: cannot bind VP0 to PU%u: %s\n", ma_rt.topo.vps[0].pu_os,
 			strerror(e));
-	if (ma_altstack_setup(w0))
-		fprintf(stderr, "marcel: warning: no signal stack for VP0: stack overflows will not be "
-				"reported\n");
 	return 0;
 }
 
@@ -182,6 +162,11 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.nb_vps = ma_rt.topo.nb_vps;
+	/* Polling a lock pays only if its holder runs on another processor at the same time. */
+	if (ma_rt.opt.spin >= 0)
+		ma_rt.spin_limit = (unsigned)ma_rt.opt.spin;
+	else
+		ma_rt.spin_limit = ma_rt.nb_vps > 1 && !ma_rt.topo.fake ? 100 : 0;
 
 	if ((e = ma_build_queues()) || (e = ma_setup_main()) || (e = ma_overflow_handler_install())) {
 		fprintf(stderr, "marcel: cannot start the runtime: %s\n", strerror(e));
@@ -189,7 +174,7 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.running = 1;
-	if ((e = ma_workers_start())) {
+	if ((e = ma_carriers_start())) {
 		ma_overflow_handler_remove();
 		ma_runtime_free();
 		return e;
@@ -247,12 +232,8 @@ void marcel_end(void)
 
 	while (ma_live_threads()) {
 		/* Rare and short: let the others run, and nap when nothing here is ready. */
-		int prio;
-		if (!ma_peek_next(ma_worker_self(), MA_MAX_PRIO - 1, &prio)) {
-			struct timespec ts = { 0, 20000 };
-			nanosleep(&ts, NULL);
-		}
-		marcel_yield();
+		/* Sleeping as a marcel thread leaves VP 0 to the others (and its timers). */
+		marcel_usleep(20);
 	}
 
 	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
@@ -262,7 +243,15 @@ void marcel_end(void)
 		ma_schedule_blocked(w, m);
 	}
 
-	ma_workers_stop();
+	/* And to the kernel thread that called marcel_init, if a blocking section moved it:
+	 * that one may be running another VP, so stop the others first. */
+	ma_carriers_begin_stop();
+	if (!ma_carrier_main_home()) {
+		m->post = MA_POST_HANDOFF;
+		ma_switch_out(m, ma_carrier_context(ma_carrier_self()));
+	}
+
+	ma_carriers_stop();
 	ma_overflow_handler_remove();
 	ma_runtime_free();
 }

@@ -2,7 +2,9 @@
 #ifndef MA_LOCK_H
 #define MA_LOCK_H
 
+#include <errno.h>
 #include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <linux/futex.h>
@@ -49,6 +51,22 @@ static inline void ma_spin_unlock(ma_spinlock_t *l)
 static inline void ma_futex_wait(atomic_uint *addr, unsigned expected)
 {
 	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+/* Like ma_futex_wait, giving up at deadline (CLOCK_MONOTONIC ns; UINT64_MAX: never).
+ * Returns ETIMEDOUT once the deadline passed, else 0 (woken, value changed, or signal). */
+static inline int ma_futex_wait_until(atomic_uint *addr, unsigned expected, uint64_t deadline)
+{
+	if (deadline == UINT64_MAX) {
+		ma_futex_wait(addr, expected);
+		return 0;
+	}
+	struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time. */
+	if (syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, expected, &ts, NULL,
+		    FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT)
+		return ETIMEDOUT;
+	return 0;
 }
 
 static inline void ma_futex_wake(atomic_uint *addr, int n)

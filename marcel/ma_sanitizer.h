@@ -1,8 +1,10 @@
 /*
- * AddressSanitizer fiber annotations and valgrind stack registration.
+ * AddressSanitizer and ThreadSanitizer fiber annotations and valgrind stack registration.
  *
  * ASan must be told about every stack switch or it reports false stack-buffer errors;
- * the hooks compile to nothing in normal builds, so the switch path stays the same.
+ * TSan must be told which fiber (context) runs, or it sees one kernel thread's accesses
+ * from many contexts and reports nonsense. The hooks compile to nothing in normal builds,
+ * so the switch path stays the same.
  */
 #ifndef MA_SANITIZER_H
 #define MA_SANITIZER_H
@@ -30,6 +32,49 @@
 #define ma_asan_start_switch(fake_save, bottom, size) ((void)(fake_save), (void)(bottom), (void)(size))
 #define ma_asan_finish_switch(fake, bottom_old, size_old) ((void)(fake), (void)(bottom_old), (void)(size_old))
 #define ma_asan_unpoison(addr, size) ((void)(addr), (void)(size))
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define MA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MA_TSAN 1
+#endif
+#endif
+
+/*
+ * TSan fibers, one per struct marcel_task that gets switched to:
+ * - a user thread's is created when its stack is bound (ma_stack_bind) and destroyed when
+ *   the stack is released, which is never done while running on it (an exiting thread's
+ *   stack is released by the context it switched to);
+ * - a worker's idle context and the main carrier's own context get one when they are made
+ *   and lose it at teardown (ma_carriers_free);
+ * - contexts that run on a kernel thread's own stack (the main task, a pthread-created
+ *   carrier's `self`) use that thread's own TSan state, taken lazily before the first
+ *   switch away from them; it is never destroyed.
+ * ma_tsan_switch is called right before every ma_ctx_switch, and synchronizes (flag 0):
+ * the switch is a happens-before edge from the context left to the one entered.
+ */
+#ifdef MA_TSAN
+#include <sanitizer/tsan_interface.h>
+#define ma_tsan_fiber_create(t) ((t)->tsan_fiber = __tsan_create_fiber(0))
+#define ma_tsan_fiber_destroy(t)                        \
+	do {                                            \
+		if ((t)->tsan_fiber) {                  \
+			__tsan_destroy_fiber((t)->tsan_fiber); \
+			(t)->tsan_fiber = NULL;         \
+		}                                       \
+	} while (0)
+#define ma_tsan_switch(prev, next)                                      \
+	do {                                                            \
+		if (!(prev)->tsan_fiber)                                \
+			(prev)->tsan_fiber = __tsan_get_current_fiber(); \
+		__tsan_switch_to_fiber((next)->tsan_fiber, 0);          \
+	} while (0)
+#else
+#define ma_tsan_fiber_create(t) ((void)(t))
+#define ma_tsan_fiber_destroy(t) ((void)(t))
+#define ma_tsan_switch(prev, next) ((void)(prev), (void)(next))
 #endif
 
 #ifdef HAVE_VALGRIND_H

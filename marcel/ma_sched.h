@@ -41,6 +41,7 @@ struct ma_entity {
 	struct ma_holder *ready_holder;   /* where it is queued now; NULL when not queued.
 					     Written under that holder's lock. */
 	struct ma_list run_node;          /* link in ready_holder's priority list */
+	int queued_prio;                  /* the list run_node is in (prio may change meanwhile) */
 	int sched_level;
 };
 
@@ -79,6 +80,7 @@ enum ma_task_state {
 	MA_TASK_BLOCKING,  /* about to block: a wake-up now cancels the block */
 	MA_TASK_BLOCKED,
 	MA_TASK_DEAD,      /* ended, not yet joined (or being reclaimed) */
+	MA_TASK_SUSPENDED, /* parked by marcel_suspend until marcel_resume */
 };
 
 /* What the context we switch to does with the one we leave, once its registers are saved. */
@@ -86,6 +88,7 @@ enum ma_post {
 	MA_POST_NONE,      /* blocked or already queued: just release on_cpu */
 	MA_POST_REQUEUE,   /* yielded: queue it on its sched holder */
 	MA_POST_EXIT,      /* ended: recycle its stack, publish its death */
+	MA_POST_HANDOFF,   /* main going home to its own kernel thread (carrier.c) */
 };
 
 /* Low bits of marcel_task.link; the rest is the joiner's struct ma_waiter pointer. One
@@ -98,6 +101,9 @@ enum ma_post {
 #define MA_ATTR_MAGIC 0x4d415454u /* "MATT": set by marcel_attr_init */
 
 struct ma_waiter;
+struct ma_timer;
+struct ma_specific;
+struct ma_carrier;
 
 struct marcel_task {
 	struct ma_entity e;               /* first: a task is an entity */
@@ -119,11 +125,23 @@ struct marcel_task {
 	unsigned char is_main, is_idle, preemptible, dontsched;
 	int last_vp;
 	char name[MARCEL_MAXNAMESIZE];
+	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
+	/* marcel_suspend: requested (any thread sets it), and whether the task is parked. */
+	atomic_int suspend_req;
+	atomic_int parked;
+	unsigned char in_section;         /* in a blocking section (blocking.c) */
+	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
+	 * are not tracked and their misuse is not diagnosed. */
+	struct { void *lock; unsigned count; } rd_held[4];
+	unsigned rd_untracked;
+	unsigned long long rand_state;    /* marcel_random */
 	struct marcel_task *pool_next;
 	/* AddressSanitizer fiber bookkeeping (unused in normal builds). */
 	void *asan_fake_stack;
 	const void *asan_bottom;
 	size_t asan_size;
+	/* ThreadSanitizer fiber of this context (unused in normal builds; ma_sanitizer.h). */
+	void *tsan_fiber;
 };
 
 /* Someone waiting for an event: a marcel task (blocks in the scheduler) or a kernel thread
@@ -151,18 +169,22 @@ struct ma_worker {
 	 * sums them (ended first, then created) to learn when no user thread is left. */
 	_Atomic unsigned long nb_created, nb_exited;
 	int *errno_loc;                   /* this kernel thread's errno */
-	int has_kthread;
-	pthread_t kthread;
 	struct marcel_task idle;          /* the worker's scheduling context */
-	void *idle_stack;                 /* VP 0's scheduling context needs a stack of its own */
+	void *idle_stack;                 /* the scheduling context's own stack: any kernel
+					     thread may run it (carrier.c) */
 	size_t idle_stack_size;
 	unsigned idle_stack_vg;           /* valgrind's id for it */
-	void *altstack;                   /* signal stack for the overflow handler */
 	/* Per-worker pools: touched only by the worker they belong to. */
 	struct ma_stack *stacks;
 	unsigned nb_stacks;
 	struct marcel_task *tasks;
 	unsigned nb_tasks;
+	/* Timers of threads that slept or waited with a timeout on this worker (timer.c). */
+	ma_spinlock_t timer_lock;
+	struct ma_timer *timer_root;
+	_Atomic uint64_t timer_next;      /* root's deadline, UINT64_MAX if none */
+	atomic_int disabled;              /* marcel_disable_vps */
+	struct ma_carrier *carrier;       /* the kernel thread running this VP now */
 	struct ma_runqueue rq;            /* the VP's own queue */
 } __attribute__((aligned(64)));
 
@@ -175,6 +197,7 @@ struct ma_options {
 	int smt;
 	unsigned maxarity;
 	size_t stack_size;
+	long spin;                        /* MARCEL_SPIN; -1: automatic */
 	char topology_buf[4096];
 };
 
@@ -189,6 +212,7 @@ struct ma_runtime {
 	pthread_t main_kthread;
 	size_t page_size;
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
+	unsigned spin_limit;              /* rounds a waiter polls before blocking */
 	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */
 	atomic_int stopping;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
@@ -203,6 +227,8 @@ struct ma_runtime {
 };
 
 extern struct ma_runtime ma_rt MA_HIDDEN;
+/* The thread in a blocking section on this kernel thread (blocking.c), if any. */
+extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN;
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
 
 /* The worker running the caller, read afresh (see MA_TLS_READ); NULL outside workers. */
@@ -279,21 +305,48 @@ void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
 struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt) MA_HIDDEN;
 void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
 
+/* Leaves the current kernel thread's VP: saves self and switches to `to`, a carrier's own
+ * context (blocking sections, marcel_end). Returns once a worker runs self again. */
+void ma_switch_out(struct marcel_task *self, struct marcel_task *to) MA_HIDDEN;
+/* From a carrier's own context `self`: runs `next` (a VP's idle context or a task) and
+ * returns the context that later switches back to the carrier, now saved. */
+struct marcel_task *ma_carrier_switch(struct marcel_task *self, struct marcel_task *next) MA_HIDDEN;
+
+/* ---- carrier.c ---- */
+/* Starts the kernel threads of VPs 1.. and gives every VP's idle context a stack. */
+int ma_carriers_start(void) MA_HIDDEN;
+/* Tells every VP but 0 and every spare carrier to stop (main's carrier excepted). */
+void ma_carriers_begin_stop(void) MA_HIDDEN;
+/* Stops every carrier but the main thread's and joins them. */
+void ma_carriers_stop(void) MA_HIDDEN;
+void ma_carriers_free(void) MA_HIDDEN;
+/* Hands VP w to a spare carrier (created if none): EAGAIN if none could be made. */
+int ma_carrier_give_vp(struct ma_worker *w) MA_HIDDEN;
+struct ma_carrier *ma_carrier_self(void) MA_HIDDEN;
+struct marcel_task *ma_carrier_context(struct ma_carrier *c) MA_HIDDEN;
+/* Whether the caller runs on the process's main kernel thread. */
+int ma_carrier_main_home(void) MA_HIDDEN;
+
 /* ---- worker.c ---- */
-int ma_workers_start(void) MA_HIDDEN;
-void ma_workers_stop(void) MA_HIDDEN;
+void ma_worker_kick(struct ma_worker *w) MA_HIDDEN;
 void ma_wake_idle_worker(struct ma_runqueue *rq) MA_HIDDEN;
 /* The sleeping worker ma_wake_idle_worker would wake for work on rq produced by self
  * (NULL: not a worker), or NULL if none can see rq. Reads states without claiming. */
 struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
 void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
 
+/* ---- thread.c ---- */
+/* The queue of the smallest item covering every VP of set, or NULL if it names no VP. */
+struct ma_runqueue *ma_rq_for_set(const marcel_vpset_t *set) MA_HIDDEN;
+
 /* ---- stack.c ---- */
 int ma_stack_bind(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_stack_release(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_stack_pools_free(void) MA_HIDDEN;
-int ma_altstack_setup(struct ma_worker *w) MA_HIDDEN;
-void ma_altstack_teardown(struct ma_worker *w) MA_HIDDEN;
+/* Signal stacks are per kernel thread; main_thread: the application's own, whose
+ * previous signal stack is restored at teardown. */
+int ma_altstack_setup(void **slot, int main_thread) MA_HIDDEN;
+void ma_altstack_teardown(void **slot, int main_thread) MA_HIDDEN;
 int ma_overflow_handler_install(void) MA_HIDDEN;
 void ma_overflow_handler_remove(void) MA_HIDDEN;
 void *ma_stack_map(size_t size, size_t *mapped) MA_HIDDEN;
@@ -304,6 +357,11 @@ struct marcel_task *ma_task_alloc(struct ma_worker *w) MA_HIDDEN;
 void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_task_pools_free(void) MA_HIDDEN;
 int ma_task_valid(const struct marcel_task *t) MA_HIDDEN;
+
+/* ---- keys.c ---- */
+/* Runs t's key destructors (t is exiting) and clears its values. */
+void ma_keys_exit(struct marcel_task *t) MA_HIDDEN;
+void ma_keys_free(struct marcel_task *t) MA_HIDDEN;
 
 /* ---- attr.c ---- */
 /* Copies a MARCEL_MAXNAMESIZE name into buf (n bytes): 0, or ERANGE if it does not fit. */

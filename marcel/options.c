@@ -101,6 +101,20 @@ static int ma_opt_stack_size(struct ma_options *o, const char *v, const char **a
 	return 0;
 }
 
+static int ma_opt_spin(struct ma_options *o, const char *v, const char **accepted)
+{
+	unsigned long long x;
+	*accepted = "a number of polling rounds from 0 (block at once) to 1000000, or 'auto'";
+	if (!strcmp(v, "auto")) {
+		o->spin = -1;
+		return 0;
+	}
+	if (ma_parse_uint(v, 0, 1000000, &x))
+		return -1;
+	o->spin = (long)x;
+	return 0;
+}
+
 static const struct {
 	const char *env;
 	const char *flag;
@@ -111,13 +125,14 @@ static const struct {
 	{ "MARCEL_TOPOLOGY", "--marcel-topology", ma_opt_topology },
 	{ "MARCEL_MAXARITY", "--marcel-maxarity", ma_opt_maxarity },
 	{ "MARCEL_STACK_SIZE", "--marcel-stack-size", ma_opt_stack_size },
+	{ "MARCEL_SPIN", "--marcel-spin", ma_opt_spin },
 };
 #define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
 
 /* Documented knobs that later parts of the runtime will read; say so rather than
  * silently ignoring them. */
 static const char *const ma_future_env[] = {
-	"MARCEL_BUBBLE_SCHEDULER", "MARCEL_TIMESLICE", "MARCEL_HWPRIO", "MARCEL_TRACE", "MARCEL_SPIN",
+	"MARCEL_BUBBLE_SCHEDULER", "MARCEL_TIMESLICE", "MARCEL_HWPRIO", "MARCEL_TRACE",
 };
 
 static void ma_check_unknown_env(void)
@@ -156,6 +171,7 @@ int ma_options_parse(struct ma_options *o, int *argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->maxarity = MA_DEFAULT_MAXARITY;
 	o->stack_size = MA_DEFAULT_STACK_SIZE;
+	o->spin = -1;
 	const char *accepted = "";
 
 	for (size_t i = 0; i < MA_NB_OPTS; i++) {

@@ -21,9 +21,13 @@ void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level 
 
 void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 {
-	ma_list_add_tail(&rq->queue[e->prio], &e->run_node);
+	/* prio may be changed by marcel_sched_setparam at any time: read it once, and
+	 * remember which list the entity went to. */
+	int p = __atomic_load_n(&e->prio, __ATOMIC_RELAXED);
+	e->queued_prio = p;
+	ma_list_add_tail(&rq->queue[p], &e->run_node);
 	atomic_store_explicit(&rq->bitmap,
-			      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << e->prio),
+			      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p),
 			      memory_order_relaxed);
 	rq->nr_ready++;
 	e->ready_holder = &rq->hold;
@@ -32,10 +36,10 @@ void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 {
 	ma_list_del(&e->run_node);
-	if (ma_list_empty(&rq->queue[e->prio]))
+	if (ma_list_empty(&rq->queue[e->queued_prio]))
 		atomic_store_explicit(&rq->bitmap,
 				      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &
-					      ~(1ULL << e->prio),
+					      ~(1ULL << e->queued_prio),
 				      memory_order_relaxed);
 	rq->nr_ready--;
 	e->ready_holder = NULL;
@@ -43,6 +47,9 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 
 void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 {
+	/* A disabled VP runs nothing: its queue's work goes to the nearest shared queue. */
+	if (ma_unlikely(rq->vp >= 0 && atomic_load_explicit(&ma_rt.workers[rq->vp].disabled, memory_order_relaxed)))
+		rq = rq->father;
 	ma_spin_lock(&rq->hold.lock);
 	ma_rq_enqueue_locked(rq, e);
 	/* Read under the lock: an idle worker bumps these before it checks our bitmap under
@@ -54,8 +61,28 @@ void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 		ma_wake_idle_worker(rq);
 }
 
+/* A suspended task picked from a queue is parked instead of run (marcel_suspend).
+ * Parked first, checked again after: marcel_resume clears the request first and takes
+ * the parked flag after, so exactly one side requeues it. */
+static int ma_park_if_suspended(struct marcel_task *t)
+{
+	if (ma_likely(!atomic_load_explicit(&t->suspend_req, memory_order_relaxed)))
+		return 0;
+	atomic_store(&t->state, MA_TASK_SUSPENDED);
+	atomic_store(&t->parked, 1);
+	if (atomic_load(&t->suspend_req))
+		return 1;
+	if (atomic_exchange(&t->parked, 0)) {
+		atomic_store(&t->state, MA_TASK_READY);
+		return 0;
+	}
+	return 1; /* resume took it and queued it again */
+}
+
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 {
+	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed)))
+		return NULL;
 	for (;;) {
 		int prio;
 		struct ma_runqueue *rq = ma_peek_next(w, worst_prio, &prio);
@@ -78,7 +105,10 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 				ma_wake_idle_worker(rq);
 			/* Only threads are queued until bubbles arrive; their strategy hook will
 			 * decide here what picking a bubble means. */
-			return ma_container_of(e, struct marcel_task, e);
+			struct marcel_task *t = ma_container_of(e, struct marcel_task, e);
+			if (ma_unlikely(ma_park_if_suspended(t)))
+				continue;
+			return t;
 		}
 		/* Someone else took it between the peek and the lock: look again. */
 		ma_spin_unlock(&rq->hold.lock);

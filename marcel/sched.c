@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "ma_sched.h"
+#include "ma_sync.h"
 #include "ma_sanitizer.h"
 
 /* The exited task's stack is free now; its death was published before the switch. */
@@ -41,6 +41,9 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 	case MA_POST_EXIT:
 		ma_release_exited(w, prev);
 		break;
+	case MA_POST_HANDOFF:
+		/* Only ever finished by a carrier (carrier.c). */
+		abort();
 	}
 }
 
@@ -86,6 +89,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 
 	ma_asan_start_switch(prev->post == MA_POST_EXIT ? NULL : &prev->asan_fake_stack,
 			     next->asan_bottom, next->asan_size);
+	ma_tsan_switch(prev, next);
 	struct marcel_task *from = ma_ctx_switch(&prev->ctx, &next->ctx, prev);
 	/* We are `prev` again, maybe on another worker: re-read everything per-worker. */
 	w = ma_after_switch(prev, from);
@@ -95,6 +99,36 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
 {
 	ma_switch_to_inl(w, prev, next);
+}
+
+static void ma_claim_cpu(struct marcel_task *t)
+{
+	unsigned rounds = 0;
+	while (ma_unlikely(atomic_load_explicit(&t->on_cpu, memory_order_acquire)))
+		ma_spin_backoff(&rounds);
+	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
+}
+
+void ma_switch_out(struct marcel_task *self, struct marcel_task *to)
+{
+	ma_claim_cpu(to);
+	self->saved_errno = errno;
+	ma_asan_start_switch(&self->asan_fake_stack, to->asan_bottom, to->asan_size);
+	ma_tsan_switch(self, to);
+	struct marcel_task *from = ma_ctx_switch(&self->ctx, &to->ctx, self);
+	/* Resumed by a worker, like any switch. */
+	struct ma_worker *w = ma_after_switch(self, from);
+	*w->errno_loc = self->saved_errno;
+}
+
+struct marcel_task *ma_carrier_switch(struct marcel_task *self, struct marcel_task *next)
+{
+	ma_claim_cpu(next);
+	ma_asan_start_switch(&self->asan_fake_stack, next->asan_bottom, next->asan_size);
+	ma_tsan_switch(self, next);
+	struct marcel_task *from = ma_ctx_switch(&self->ctx, &next->ctx, self);
+	ma_asan_finish_switch(self->asan_fake_stack, &from->asan_bottom, &from->asan_size);
+	return from;
 }
 
 void ma_task_entry(void *from, void *arg)
@@ -107,6 +141,7 @@ void ma_task_entry(void *from, void *arg)
 
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 {
+	ma_timers_poll(w);
 	struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 	if (!next)
 		next = &w->idle;
@@ -203,6 +238,14 @@ int marcel_yield(void)
 	if (ma_unlikely(!w))
 		return EPERM;
 	struct marcel_task *cur = w->current;
+	ma_timers_poll(w);
+	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
+			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed))) {
+		/* Leave this VP (disabled) or stop (suspended): requeued, it is moved or parked. */
+		cur->post = MA_POST_REQUEUE;
+		ma_schedule_blocked(w, cur);
+		return 0;
+	}
 	int prio;
 	struct ma_runqueue *rq = ma_peek_next(w, cur->e.prio, &prio);
 	if (!rq)
@@ -218,11 +261,18 @@ int marcel_yield(void)
 		}
 		int p = __builtin_ctzll(bm);
 		struct ma_entity *e = ma_container_of(rq->queue[p].next, struct ma_entity, run_node);
+		if (ma_unlikely(atomic_load_explicit(&ma_container_of(e, struct marcel_task, e)->suspend_req,
+						     memory_order_relaxed))) {
+			/* find_next parks it. */
+			ma_spin_unlock(&rq->hold.lock);
+			goto slow;
+		}
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
 		if (p == cur->e.prio) {
 			/* Same list: rotate, the bitmap and the count do not change. */
 			ma_list_del(&e->run_node);
 			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
+			cur->e.queued_prio = p;
 			e->ready_holder = NULL;
 			cur->e.ready_holder = &rq->hold;
 		} else {
@@ -234,6 +284,7 @@ int marcel_yield(void)
 		ma_switch_to_inl(w, cur, ma_container_of(e, struct marcel_task, e));
 		return 0;
 	}
+slow:;
 	struct marcel_task *next = ma_find_next(w, cur->e.prio);
 	if (!next)
 		return 0;
@@ -284,6 +335,10 @@ void marcel_exit(any_t retval)
 		exit(0);
 	}
 	cur->retval = retval;
+	/* Destructors run as the thread itself: they may use any marcel call. */
+	if (cur->specific)
+		ma_keys_exit(cur);
+	w = ma_worker_self();
 	atomic_store_explicit(&cur->state, MA_TASK_DEAD, memory_order_relaxed);
 	/* Publish the death now, so a blocked joiner can take over this worker directly;
 	 * it will not recycle the descriptor before on_cpu clears (ma_release_exited). */
@@ -306,6 +361,7 @@ void ma_idle_loop(void *from, void *arg)
 	if (from)
 		ma_after_switch(&w->idle, from);
 	for (;;) {
+		ma_timers_poll(w);
 		struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 		if (next) {
 			w->idle.post = MA_POST_NONE;

@@ -117,6 +117,7 @@ int ma_stack_bind(struct ma_worker *w, struct marcel_task *t)
 	t->stack_base = base;
 	t->asan_bottom = base;
 	t->asan_size = usable;
+	ma_tsan_fiber_create(t);
 	ma_ctx_make(&t->ctx, base, usable, t->fpctl, ma_task_entry, t);
 	return 0;
 }
@@ -127,6 +128,7 @@ void ma_stack_release(struct ma_worker *w, struct marcel_task *t)
 		return;
 	struct ma_stack *s = ma_stack_header(t->stack_base, t->stack_size);
 	t->stack_base = NULL;
+	ma_tsan_fiber_destroy(t);
 	if (ma_likely(w->nb_stacks < MA_STACK_POOL_MAX)) {
 		s->next = w->stacks;
 		w->stacks = s;
@@ -195,7 +197,7 @@ static void ma_segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	/* A plain TLS read is fine here: no switch can happen inside the handler. */
 	struct ma_worker *w = ma_tls_worker;
-	struct marcel_task *t = w ? w->current : NULL;
+	struct marcel_task *t = w ? w->current : ma_tls_section_task;
 	char *addr = si->si_addr;
 	if (t && t->stack_base && addr < (char *)t->stack_base &&
 	    addr >= (char *)t->stack_base - ma_rt.page_size) {
@@ -243,26 +245,26 @@ void ma_overflow_handler_remove(void)
 	sigaction(SIGBUS, &ma_old_bus, NULL);
 }
 
-int ma_altstack_setup(struct ma_worker *w)
+int ma_altstack_setup(void **slot, int main_thread)
 {
 	void *p = mmap(NULL, MA_ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return errno;
 	stack_t ss = { .ss_sp = p, .ss_size = MA_ALTSTACK_SIZE, .ss_flags = 0 };
-	if (sigaltstack(&ss, w->vp == 0 ? &ma_old_altstack : NULL)) {
+	if (sigaltstack(&ss, main_thread ? &ma_old_altstack : NULL)) {
 		int e = errno;
 		munmap(p, MA_ALTSTACK_SIZE);
 		return e;
 	}
-	w->altstack = p;
+	*slot = p;
 	return 0;
 }
 
-void ma_altstack_teardown(struct ma_worker *w)
+void ma_altstack_teardown(void **slot, int main_thread)
 {
-	if (!w->altstack)
+	if (!*slot)
 		return;
-	if (w->vp == 0) {
+	if (main_thread) {
 		/* VP 0 is the application's own thread: give it back its previous signal stack. */
 		if (ma_old_altstack.ss_flags & SS_DISABLE) {
 			stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
@@ -273,6 +275,6 @@ void ma_altstack_teardown(struct ma_worker *w)
 		stack_t off = { .ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE };
 		sigaltstack(&off, NULL);
 	}
-	munmap(w->altstack, MA_ALTSTACK_SIZE);
-	w->altstack = NULL;
+	munmap(*slot, MA_ALTSTACK_SIZE);
+	*slot = NULL;
 }

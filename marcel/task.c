@@ -99,6 +99,11 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	t->asan_bottom = NULL;
 	t->asan_size = 0;
 	t->e.ready_holder = NULL;
+	atomic_store_explicit(&t->suspend_req, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->parked, 0, memory_order_relaxed);
+	t->in_section = 0;
+	memset(t->rd_held, 0, sizeof(t->rd_held));
+	t->rd_untracked = 0;
 	if (ma_likely(w && w->nb_tasks < MA_TASK_POOL_MAX)) {
 		t->pool_next = w->tasks;
 		w->tasks = t;
@@ -114,8 +119,12 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 
 void ma_task_pools_free(void)
 {
-	for (unsigned i = 0; i < ma_rt.nb_task_chunks; i++)
-		free(ma_rt.task_chunks[i]);
+	for (unsigned i = 0; i < ma_rt.nb_task_chunks; i++) {
+		struct marcel_task *chunk = ma_rt.task_chunks[i];
+		for (unsigned k = 0; k < MA_TASK_CHUNK; k++)
+			ma_keys_free(&chunk[k]);
+		free(chunk);
+	}
 	free(ma_rt.task_chunks);
 	ma_rt.task_chunks = NULL;
 	ma_rt.nb_task_chunks = ma_rt.max_task_chunks = 0;

@@ -34,6 +34,15 @@ static struct ma_runqueue *ma_rq_for_vpset(const marcel_attr_t *attr)
 	return &ma_rt.rqs[l->id];
 }
 
+struct ma_runqueue *ma_rq_for_set(const marcel_vpset_t *set)
+{
+	marcel_attr_t a;
+	a.vpset = *set;
+	a.vpset_first = marcel_vpset_first(set);
+	a.vpset_last = marcel_vpset_last(set);
+	return ma_rq_for_vpset(&a);
+}
+
 static int ma_vp_is_idle(unsigned vp)
 {
 	struct ma_worker *o = &ma_rt.workers[vp];
@@ -207,7 +216,9 @@ int marcel_detach(marcel_t t)
 
 marcel_t marcel_self(void)
 {
-	return ma_task_self();
+	struct ma_worker *w = ma_worker_self();
+	/* Off any VP, the caller may still be a marcel thread inside a blocking section. */
+	return ma_likely(w != NULL) ? w->current : ma_tls_section_task;
 }
 
 int marcel_equal(marcel_t a, marcel_t b)

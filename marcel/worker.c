@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "ma_sched.h"
+#include "ma_sync.h"
 
 __thread struct ma_worker *ma_tls_worker __attribute__((tls_model("initial-exec")));
 
@@ -93,6 +93,15 @@ static int ma_path_has_work_locked(const struct ma_worker *w)
 
 void ma_idle_wait(struct ma_worker *w)
 {
+	if (ma_unlikely(atomic_load(&w->disabled))) {
+		/* Nothing to poll for: wait for marcel_enable_vps (or a timer of its own). */
+		unsigned seq = atomic_load(&w->wake_seq);
+		atomic_store(&w->state, MA_WORKER_SLEEPING);
+		if (atomic_load(&w->disabled) && !atomic_load(&ma_rt.stopping))
+			ma_futex_wait_until(&w->wake_seq, seq, atomic_load(&w->timer_next));
+		atomic_store(&w->state, MA_WORKER_BUSY);
+		return;
+	}
 	atomic_store(&w->state, MA_WORKER_SPINNING);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), 1);
 	uint64_t deadline = ma_now_us() + ma_rt.idle_spin_us;
@@ -107,8 +116,13 @@ void ma_idle_wait(struct ma_worker *w)
 			sched_yield();
 		else
 			ma_cpu_relax();
-		if ((++rounds & 63) == 0 && ma_now_us() >= deadline)
-			break;
+		if ((++rounds & 63) == 0) {
+			uint64_t now = ma_now_ns();
+			/* Sleepers of busy workers too: their owner may not schedule for a while. */
+			ma_timers_steal(now);
+			if (now / 1000 >= deadline)
+				break;
+		}
 	}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);
 	if (found || atomic_load(&ma_rt.stopping)) {
@@ -119,16 +133,20 @@ void ma_idle_wait(struct ma_worker *w)
 	unsigned seq = atomic_load(&w->wake_seq);
 	atomic_store(&w->state, MA_WORKER_SLEEPING);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), 1);
+	/* Only this worker arms timers on its heap, and it is here: the deadline cannot move
+	 * earlier while it sleeps. */
+	uint64_t timer = atomic_load(&w->timer_next);
 	if (!ma_path_has_work_locked(w))
 		while (atomic_load(&w->state) == MA_WORKER_SLEEPING && !atomic_load(&ma_rt.stopping)) {
-			ma_futex_wait(&w->wake_seq, seq);
+			if (ma_futex_wait_until(&w->wake_seq, seq, timer) == ETIMEDOUT)
+				break;
 			seq = atomic_load(&w->wake_seq);
 		}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), -1);
 	atomic_store(&w->state, MA_WORKER_BUSY);
 }
 
-static void ma_worker_kick(struct ma_worker *w)
+void ma_worker_kick(struct ma_worker *w)
 {
 	atomic_fetch_add(&w->wake_seq, 1);
 	ma_futex_wake(&w->wake_seq, 1);
@@ -175,7 +193,8 @@ struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_w
 	 * shares with the new work). */
 	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
-		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
+		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING ||
+		    atomic_load_explicit(&o->disabled, memory_order_relaxed))
 			continue;
 		int index = ma_path_index(o, rq);
 		if (index < 0)
@@ -206,64 +225,10 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		int s = MA_WORKER_SLEEPING;
-		if (ma_path_index(o, rq) >= 0 &&
+		if (ma_path_index(o, rq) >= 0 && !atomic_load_explicit(&o->disabled, memory_order_relaxed) &&
 		    atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_WAKING)) {
 			ma_worker_kick(o);
 			return;
-		}
-	}
-}
-
-static void *ma_worker_main(void *arg)
-{
-	struct ma_worker *w = arg;
-	ma_tls_worker = w;
-	w->errno_loc = &errno;
-	int e = ma_topo_bind_self(&ma_rt.topo, w->vp);
-	if (e)
-		fprintf(stderr, "marcel: warning: cannot bind VP%u to PU%u: %s\n", w->vp,
-			ma_rt.topo.vps[w->vp].pu_os, strerror(e));
-	if (ma_altstack_setup(w))
-		fprintf(stderr, "marcel: warning: no signal stack for VP%u: stack overflows will not be "
-				"reported\n", w->vp);
-	w->current = &w->idle;
-	atomic_store(&w->idle.on_cpu, 1);
-	ma_idle_loop(NULL, w);
-	ma_altstack_teardown(w);
-	ma_tls_worker = NULL;
-	return NULL;
-}
-
-int ma_workers_start(void)
-{
-	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
-		struct ma_worker *w = &ma_rt.workers[v];
-		int e = pthread_create(&w->kthread, NULL, ma_worker_main, w);
-		if (e) {
-			fprintf(stderr, "marcel: cannot start the kernel thread of VP%u: %s\n", v, strerror(e));
-			ma_workers_stop();
-			return e;
-		}
-		w->has_kthread = 1;
-	}
-	return 0;
-}
-
-void ma_workers_stop(void)
-{
-	atomic_store(&ma_rt.stopping, 1);
-	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
-		struct ma_worker *w = &ma_rt.workers[v];
-		if (!w->has_kthread)
-			continue;
-		atomic_store(&w->state, MA_WORKER_WAKING);
-		ma_worker_kick(w);
-	}
-	for (unsigned v = 1; v < ma_rt.nb_vps; v++) {
-		struct ma_worker *w = &ma_rt.workers[v];
-		if (w->has_kthread) {
-			pthread_join(w->kthread, NULL);
-			w->has_kthread = 0;
 		}
 	}
 }

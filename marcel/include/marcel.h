@@ -14,5 +14,10 @@
 #include <marcel/attr.h>
 #include <marcel/thread.h>
 #include <marcel/topology.h>
+#include <marcel/sync.h>
+#include <marcel/keys.h>
+#include <marcel/time.h>
+#include <marcel/blocking.h>
+#include <marcel/compat.h>
 
 #endif

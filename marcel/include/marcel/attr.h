@@ -50,6 +50,7 @@ typedef struct marcel_attr {
 	int prio;                  /**< 0 .. ::MA_MAX_PRIO - 1. */
 	int schedpolicy;           /**< One of the `MARCEL_SCHED_*` policies. */
 	int preemptible;           /**< Whether time slicing may switch the thread out. */
+	int seed;                  /**< Whether the thread is a seed (see marcel_attr_setseed()). */
 	int has_vpset;             /**< Whether @ref vpset restricts placement. */
 	marcel_vpset_t vpset;      /**< VPs the thread may run on. */
 	int vpset_first;           /**< Lowest VP of @ref vpset (kept so creation need not scan it). */
@@ -130,6 +131,16 @@ int marcel_attr_setpreemptible(marcel_attr_t *attr, int preemptible);
 /** Reads the preemptible flag.
  * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
 int marcel_attr_getpreemptible(const marcel_attr_t *attr, int *preemptible);
+
+/** Marks the thread as a *seed*: a short task that does not block, which the runtime may
+ * run lazily and without a stack of its own. This version records the flag and runs seeds
+ * as ordinary threads, so any code written for Marcel seeds works unchanged.
+ * @return 0, or EINVAL if @p attr is invalid. */
+int marcel_attr_setseed(marcel_attr_t *attr, int seed);
+
+/** Reads the seed flag.
+ * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
+int marcel_attr_getseed(const marcel_attr_t *attr, int *seed);
 
 /** @} */
 

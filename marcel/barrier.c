@@ -1,0 +1,160 @@
+/*
+ * Barriers: arrivals are counted under a small lock; the last one of a round starts the
+ * next round by bumping the generation and waking everyone blocked on it. Waiters block
+ * on the generation's address while it is unchanged, and never touch the barrier again
+ * once woken (so any thread may destroy it as soon as it returns): that is why the
+ * wake-up must be exact, see marcel_barrier_wait.
+ */
+#include <limits.h>
+#include <sched.h>
+#include "ma_sync.h"
+
+static inline ma_spinlock_t *ma_block(marcel_barrier_t *b)
+{
+	return (ma_spinlock_t *)&b->__lock;
+}
+
+static inline atomic_uint *ma_bgen(marcel_barrier_t *b)
+{
+	return (atomic_uint *)&b->__gen;
+}
+
+int marcel_barrierattr_init(marcel_barrierattr_t *attr)
+{
+	if (!attr)
+		return EINVAL;
+	attr->__mode = MARCEL_BARRIER_SLEEP_MODE;
+	attr->__pshared = MARCEL_PROCESS_PRIVATE;
+	attr->__magic = MA_SYNC_ATTR_MAGIC;
+	return 0;
+}
+
+int marcel_barrierattr_destroy(marcel_barrierattr_t *attr)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	attr->__magic = 0;
+	return 0;
+}
+
+int marcel_barrierattr_setmode(marcel_barrierattr_t *attr, int mode)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	if (mode != MARCEL_BARRIER_SLEEP_MODE && mode != MARCEL_BARRIER_YIELD_MODE)
+		return EINVAL;
+	attr->__mode = mode;
+	return 0;
+}
+
+int marcel_barrierattr_getmode(const marcel_barrierattr_t *attr, int *mode)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC || !mode)
+		return EINVAL;
+	*mode = attr->__mode;
+	return 0;
+}
+
+int marcel_barrierattr_setpshared(marcel_barrierattr_t *attr, int pshared)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	return MA_CHECK_PSHARED(pshared);
+}
+
+int marcel_barrierattr_getpshared(const marcel_barrierattr_t *attr, int *pshared)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC || !pshared)
+		return EINVAL;
+	*pshared = attr->__pshared;
+	return 0;
+}
+
+int marcel_barrier_init(marcel_barrier_t *b, const marcel_barrierattr_t *attr, unsigned count)
+{
+	if (!b || !count || count > INT_MAX || (attr && attr->__magic != MA_SYNC_ATTR_MAGIC))
+		return EINVAL;
+	ma_spin_init(ma_block(b));
+	b->__count = count;
+	b->__arrived = 0;
+	b->__gen = 0;
+	b->__mode = attr ? attr->__mode : MARCEL_BARRIER_SLEEP_MODE;
+	b->__pad = 0;
+	return 0;
+}
+
+int marcel_barrier_destroy(marcel_barrier_t *b)
+{
+	if (!b)
+		return EINVAL;
+	ma_spin_lock(ma_block(b));
+	int busy = b->__arrived != 0;
+	ma_spin_unlock(ma_block(b));
+	return busy ? EBUSY : 0;
+}
+
+int marcel_barrier_wait(marcel_barrier_t *b)
+{
+	if (!b)
+		return EINVAL;
+	ma_spin_lock(ma_block(b));
+	unsigned gen = b->__gen;
+	if (++b->__arrived >= b->__count) {
+		b->__arrived = 0;
+		atomic_store(ma_bgen(b), gen + 1);
+		/* Woken under the lock: a thread of the next round, which must take it to
+		 * arrive, cannot be queued yet, so this wake-up reaches this round only. */
+		ma_fwake(ma_bgen(b), ~0u);
+		ma_spin_unlock(ma_block(b));
+		return MARCEL_BARRIER_SERIAL_THREAD;
+	}
+	int mode = b->__mode;
+	ma_spin_unlock(ma_block(b));
+	if (mode == MARCEL_BARRIER_YIELD_MODE) {
+		while (atomic_load_explicit(ma_bgen(b), memory_order_acquire) == gen)
+			if (marcel_yield() == EPERM)
+				sched_yield();
+		return 0;
+	}
+	/* 0: woken by the last arrival; EAGAIN: the round ended before we queued. Either way
+	 * the round is over: no re-check that would read the barrier again. */
+	ma_fwait_u32(ma_bgen(b), gen, MA_NO_DEADLINE);
+	return 0;
+}
+
+int marcel_barrier_setcount(marcel_barrier_t *b, unsigned count)
+{
+	if (!b || !count || count > INT_MAX)
+		return EINVAL;
+	ma_spin_lock(ma_block(b));
+	int e = 0;
+	if (count <= b->__arrived)
+		e = EINVAL;
+	else
+		b->__count = count;
+	ma_spin_unlock(ma_block(b));
+	return e;
+}
+
+int marcel_barrier_addcount(marcel_barrier_t *b, int delta)
+{
+	if (!b)
+		return EINVAL;
+	ma_spin_lock(ma_block(b));
+	long count = (long)b->__count + delta;
+	int e = 0;
+	if (count <= 0 || count > INT_MAX || (unsigned long)count <= b->__arrived)
+		e = EINVAL;
+	else
+		b->__count = (unsigned)count;
+	ma_spin_unlock(ma_block(b));
+	return e;
+}
+
+int marcel_barrier_getcount(const marcel_barrier_t *b, unsigned *count)
+{
+	if (!b || !count)
+		return EINVAL;
+	*count = __atomic_load_n(&b->__count, __ATOMIC_RELAXED);
+	return 0;
+}

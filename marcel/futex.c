@@ -1,0 +1,275 @@
+/*
+ * Wait queues keyed by address: the one blocking mechanism of every primitive.
+ *
+ * Like the kernel's futex, a waiter checks the object's state under the lock of the
+ * bucket its address hashes to, and queues itself there; a waker changes the state and
+ * then dequeues waiters under the same lock. So primitives are plain atomic words plus
+ * these two calls, objects need no constructor beyond zeroing, and marcel threads and
+ * kernel threads wait on the same queues (a ULT blocks in the scheduler, a kernel
+ * thread on the futex word of its ma_waiter).
+ *
+ * A queued node lives on the waiter's stack. Its state says who owns it:
+ * QUEUED (in the bucket), WOKEN (a waker took it out and will set the waiter's `done`),
+ * TIMEDOUT (the timer or the waiter itself took it out). Only the one that takes it out
+ * of the list may wake it, and the waiter returns only after `done`, or after taking
+ * itself out -- so no one touches a node after its owner returned.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include "ma_sync.h"
+
+#define MA_FBUCKETS 256
+
+enum { MA_FN_QUEUED, MA_FN_WOKEN, MA_FN_TIMEDOUT };
+
+struct ma_fnode {
+	struct ma_list link;
+	const void *key;
+	int state;                        /* under the bucket lock */
+	struct ma_fnode *next_wake;       /* waker's private list */
+	struct ma_fbucket *bucket;
+	struct ma_waiter w;
+	struct ma_timer timer;
+};
+
+struct ma_fbucket {
+	ma_spinlock_t lock;
+	struct ma_list list;
+	unsigned initialised;
+} __attribute__((aligned(64)));
+
+static struct ma_fbucket ma_fbuckets[MA_FBUCKETS];
+
+static struct ma_fbucket *ma_fbucket_of(const void *key)
+{
+	uint64_t h = (uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull;
+	struct ma_fbucket *b = &ma_fbuckets[h >> (64 - 8)];
+	/* Zeroed storage is an unlocked lock; only the list head needs setting up, done
+	 * under the lock the first time the bucket is used. */
+	return b;
+}
+
+static void ma_fbucket_lock(struct ma_fbucket *b)
+{
+	ma_spin_lock(&b->lock);
+	if (ma_unlikely(!b->initialised)) {
+		ma_list_init(&b->list);
+		b->initialised = 1;
+	}
+}
+
+/* ---- time and identity helpers used by every primitive ---- */
+
+int ma_deadline_from_abs(clockid_t clk, const struct timespec *abstime, uint64_t *deadline)
+{
+	if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+		return EINVAL;
+	if (abstime->tv_sec < 0) {
+		*deadline = 0;
+		return 0;
+	}
+	struct timespec now;
+	clock_gettime(clk, &now);
+	int64_t delta = ((int64_t)abstime->tv_sec - now.tv_sec) * 1000000000 +
+			(abstime->tv_nsec - now.tv_nsec);
+	uint64_t mono = ma_clock_ns();
+	if (delta <= 0)
+		*deadline = mono;
+	else if ((uint64_t)delta >= MA_NO_DEADLINE - mono)
+		*deadline = MA_NO_DEADLINE - 1;
+	else
+		*deadline = mono + (uint64_t)delta;
+	return 0;
+}
+
+static __thread char ma_foreign_token;
+__thread struct marcel_task *ma_tls_section_task;
+
+void *ma_owner_foreign(void)
+{
+	if (ma_tls_section_task)
+		return ma_tls_section_task;
+	return (void *)((uintptr_t)&ma_foreign_token | 1);
+}
+
+static _Atomic(marcel_spin_notify_t) ma_spin_hook;
+
+marcel_spin_notify_t marcel_spin_notify_set(marcel_spin_notify_t fn)
+{
+	return atomic_exchange(&ma_spin_hook, fn);
+}
+
+void ma_spin_notify(int spinning)
+{
+	marcel_spin_notify_t fn = atomic_load_explicit(&ma_spin_hook, memory_order_relaxed);
+	if (fn)
+		fn(marcel_self(), spinning);
+}
+
+/* ---- waiting ---- */
+
+int ma_waiter_wait_foreign_until(struct ma_waiter *wt, uint64_t deadline)
+{
+	while (!atomic_load_explicit(&wt->done, memory_order_acquire)) {
+		if (ma_futex_wait_until(&wt->done, 0, deadline) == ETIMEDOUT &&
+		    !atomic_load_explicit(&wt->done, memory_order_acquire))
+			return ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Timer callback (under the owner's timer lock): take the node out if nobody woke it. */
+static void ma_fnode_timeout(struct ma_timer *t)
+{
+	struct ma_fnode *n = ma_container_of(t, struct ma_fnode, timer);
+	struct ma_fbucket *b = n->bucket;
+	int claimed = 0;
+	ma_spin_lock(&b->lock);
+	if (n->state == MA_FN_QUEUED) {
+		ma_list_del(&n->link);
+		n->state = MA_FN_TIMEDOUT;
+		claimed = 1;
+	}
+	ma_spin_unlock(&b->lock);
+	if (claimed)
+		ma_waiter_wake(&n->w);
+}
+
+int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg, uint64_t deadline)
+{
+	struct ma_fbucket *b = ma_fbucket_of(key);
+	struct ma_fnode n;
+	n.key = key;
+	n.bucket = b;
+	ma_fbucket_lock(b);
+	if (!blocking(arg)) {
+		ma_spin_unlock(&b->lock);
+		return EAGAIN;
+	}
+	if (deadline != MA_NO_DEADLINE && ma_clock_ns() >= deadline) {
+		ma_spin_unlock(&b->lock);
+		return ETIMEDOUT;
+	}
+	/* Armed before it is visible; the bucket lock orders both for the waker. */
+	ma_waiter_init(&n.w);
+	n.state = MA_FN_QUEUED;
+	ma_list_add_tail(&b->list, &n.link);
+	ma_spin_unlock(&b->lock);
+
+	if (deadline == MA_NO_DEADLINE) {
+		ma_waiter_wait(&n.w);
+		return 0;
+	}
+	if (!n.w.task) {
+		if (ma_waiter_wait_foreign_until(&n.w, deadline) == ETIMEDOUT) {
+			ma_spin_lock(&b->lock);
+			int mine = n.state == MA_FN_QUEUED;
+			if (mine) {
+				ma_list_del(&n.link);
+				n.state = MA_FN_TIMEDOUT;
+			}
+			ma_spin_unlock(&b->lock);
+			if (mine)
+				return ETIMEDOUT;
+			/* A waker took the node first: its wake-up is on its way. */
+			ma_waiter_wait(&n.w);
+		}
+		return 0;
+	}
+	ma_timer_arm(ma_worker_self(), &n.timer, deadline, ma_fnode_timeout);
+	ma_waiter_wait(&n.w);
+	ma_timer_cancel(&n.timer);
+	/* Both wakers write state under the bucket lock before setting `done`, which we
+	 * read with acquire: no lock needed to read it now. */
+	return n.state == MA_FN_TIMEDOUT ? ETIMEDOUT : 0;
+}
+
+struct ma_u32_check {
+	const unsigned *addr;
+	unsigned val;
+};
+
+static int ma_u32_check(const void *arg)
+{
+	const struct ma_u32_check *c = arg;
+	return __atomic_load_n(c->addr, __ATOMIC_SEQ_CST) == c->val;
+}
+
+int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline)
+{
+	struct ma_u32_check c = { addr, val };
+	return ma_fwait(addr, ma_u32_check, &c, deadline);
+}
+
+unsigned ma_fwake(const void *key, unsigned n)
+{
+	struct ma_fbucket *b = ma_fbucket_of(key);
+	struct ma_fnode *first = NULL, **last = &first;
+	unsigned count = 0;
+	ma_fbucket_lock(b);
+	for (struct ma_list *l = b->list.next; l != &b->list && count < n;) {
+		struct ma_fnode *f = ma_container_of(l, struct ma_fnode, link);
+		l = l->next;
+		if (f->key != key)
+			continue;
+		ma_list_del(&f->link);
+		f->state = MA_FN_WOKEN;
+		f->next_wake = NULL;
+		*last = f;
+		last = &f->next_wake;
+		count++;
+	}
+	ma_spin_unlock(&b->lock);
+	/* Woken outside the lock: a woken thread may run at once on another worker. */
+	while (first) {
+		struct ma_fnode *f = first;
+		first = f->next_wake; /* read before the wake: f may vanish after it */
+		ma_waiter_wake(&f->w);
+	}
+	return count;
+}
+
+int ma_fwaiters(const void *key)
+{
+	struct ma_fbucket *b = ma_fbucket_of(key);
+	int found = 0;
+	ma_fbucket_lock(b);
+	for (struct ma_list *l = b->list.next; l != &b->list && !found; l = l->next)
+		found = ma_container_of(l, struct ma_fnode, link)->key == key;
+	ma_spin_unlock(&b->lock);
+	return found;
+}
+
+/* ---- Marcel's futex API ---- */
+
+struct ma_masked_check {
+	const unsigned long *addr;
+	unsigned long mask, val;
+};
+
+static int ma_masked_check(const void *arg)
+{
+	const struct ma_masked_check *c = arg;
+	return (__atomic_load_n(c->addr, __ATOMIC_SEQ_CST) & c->mask) == c->val;
+}
+
+int marcel_futex_wait(marcel_futex_t *futex, unsigned long *addr, unsigned long mask,
+		      unsigned long val, unsigned long timeout_us)
+{
+	if (!futex || !addr)
+		return EINVAL;
+	struct ma_masked_check c = { addr, mask, val };
+	uint64_t deadline = MA_NO_DEADLINE;
+	if (timeout_us != MARCEL_FUTEX_NO_TIMEOUT)
+		deadline = ma_deadline_in(timeout_us > UINT64_MAX / 1000 ? UINT64_MAX / 1000 : timeout_us * 1000);
+	int e = ma_fwait(futex, ma_masked_check, &c, deadline);
+	return e == EAGAIN ? EWOULDBLOCK : e;
+}
+
+int marcel_futex_wake(marcel_futex_t *futex, unsigned nb)
+{
+	if (!futex)
+		return 0;
+	unsigned n = ma_fwake(futex, nb);
+	return n > INT_MAX ? INT_MAX : (int)n;
+}

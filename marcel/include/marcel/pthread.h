@@ -1,0 +1,550 @@
+/**
+ * @file marcel/pthread.h
+ * @brief Porting pthread programs: maps the `pthread_*` names onto marcel.
+ *
+ * A program written for POSIX threads runs on marcel's user-level threads after two
+ * changes (see `doc/porting.md`):
+ *
+ *  1. include `<marcel/pthread.h>` instead of `<pthread.h>` (in every file that uses
+ *     threads);
+ *  2. bracket `main` with `marcel_init(&argc, argv)` and `marcel_end()`.
+ *
+ * How it works: this header first includes the system `<pthread.h>` (and `<signal.h>`,
+ * `<sched.h>`, `<limits.h>`), so the C library's declarations are out of the way even
+ * when another system header pulled them in already, then defines every mapped
+ * `pthread_*` name, type and constant as a macro naming its marcel equivalent
+ * (`pthread_mutex_t` becomes ::marcel_mutex_t, `pthread_mutex_lock` becomes
+ * marcel_mutex_lock(), `PTHREAD_MUTEX_INITIALIZER` becomes ::MARCEL_MUTEX_INITIALIZER).
+ * Where the meaning differs slightly, the name maps to a small `static inline` wrapper
+ * (`marcel_pthread_*`). Return values are those of POSIX: an error code for `pthread_*`,
+ * -1 and `errno` for `sem_*` and `sched_yield`.
+ *
+ * Semaphores (`sem_*`) are mapped when `<semaphore.h>` was included before this header.
+ * Including this header again after `<semaphore.h>` also works.
+ *
+ * What is **not** mapped:
+ *  - cancellation (`pthread_cancel`), `pthread_kill`, `pthread_sigqueue`: no
+ *    equivalent; calling them is a build error (see @ref marcel_pthread_unmapped).
+ *    `pthread_setcancelstate`, `pthread_setcanceltype` and `pthread_testcancel` are
+ *    accepted and do nothing, since nothing can cancel a marcel thread.
+ *  - signals: `pthread_sigmask` and `sigaction` act on the worker kernel thread that
+ *    happens to run the caller. Block signals before marcel_init() (the workers inherit
+ *    the mask) or handle them in a dedicated kernel thread.
+ *  - process-shared objects: `PTHREAD_PROCESS_SHARED` gives ENOTSUP; `sem_open` and
+ *    `sem_close` are build errors.
+ *  - kernel scheduling: `pthread_setschedparam`, `pthread_setaffinity_np`, the
+ *    `pthread_attr_setsched*` and `setinheritsched` attributes, and the `sched_*`
+ *    calls other than `sched_yield` (which yields the user-level thread). Use marcel's
+ *    priorities (marcel_attr_setprio()) and VP sets (marcel_attr_setvpset()) instead.
+ *  - robust and priority-protocol mutexes, `pthread_*_clock*` waits, guard size and
+ *    user-provided stacks: build errors.
+ *  - thread-local storage: `__thread` / `_Thread_local` variables belong to the worker
+ *    kernel thread, not to the user-level thread, and a thread may move between workers
+ *    at any blocking point. Use keys (`pthread_key_create`) instead. `errno` is per
+ *    user-level thread.
+ *  - `pthread_cleanup_push`/`pop` are mapped to a plain block that runs the handler when
+ *    `pthread_cleanup_pop(1)` is reached; the handlers do not run at pthread_exit().
+ *  - `pthread_atfork` and `fork` without an immediate `exec`.
+ *  - C++ threads (`std::thread`, `std::mutex`): they stay kernel-level. In C++, include
+ *    this header after the standard C++ headers, which use the pthread types.
+ *
+ * Any other `pthread_*` function keeps its C library meaning; the ones that take a
+ * mapped type then draw an incompatible-pointer diagnostic, which is the cue to port
+ * that call by hand.
+ *
+ * Two things no header can map: a call that blocks in the kernel (`read` on a pipe,
+ * `sleep`, `accept`) blocks every thread of its worker, so use marcel_read(),
+ * marcel_usleep() or marcel_enter_blocking_section(); and since scheduling is
+ * cooperative, a busy-wait loop must call `sched_yield()` or it may never let the
+ * thread it waits for run.
+ */
+#ifndef MARCEL_PTHREAD_H
+#define MARCEL_PTHREAD_H
+
+/* The C library's declarations first: later inclusions of these are no-ops, so the
+ * macros below never rewrite a system declaration. */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <limits.h>
+#include <errno.h>
+#include <marcel.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @defgroup marcel_pthread Porting pthread programs
+ * `<marcel/pthread.h>` maps each name of this group to the marcel function, type or
+ * constant it names; see @ref marcel/pthread.h for what is not mapped.
+ * @{ */
+
+/** @defgroup marcel_pthread_types Types
+ * Every pthread object type is the marcel type of the same object, so the sizes and
+ * static initialisers are marcel's.
+ * @{ */
+#define pthread_t marcel_t                           /**< ::marcel_t */
+#define pthread_attr_t marcel_attr_t                 /**< ::marcel_attr_t */
+#define pthread_mutex_t marcel_mutex_t               /**< ::marcel_mutex_t */
+#define pthread_mutexattr_t marcel_mutexattr_t       /**< ::marcel_mutexattr_t */
+#define pthread_cond_t marcel_cond_t                 /**< ::marcel_cond_t */
+#define pthread_condattr_t marcel_condattr_t         /**< ::marcel_condattr_t */
+#define pthread_barrier_t marcel_barrier_t           /**< ::marcel_barrier_t */
+#define pthread_barrierattr_t marcel_barrierattr_t   /**< ::marcel_barrierattr_t */
+#define pthread_rwlock_t marcel_rwlock_t             /**< ::marcel_rwlock_t */
+#define pthread_rwlockattr_t marcel_rwlockattr_t     /**< ::marcel_rwlockattr_t */
+#define pthread_spinlock_t marcel_spinlock_t         /**< ::marcel_spinlock_t */
+#define pthread_once_t marcel_once_t                 /**< ::marcel_once_t */
+#define pthread_key_t marcel_key_t                   /**< ::marcel_key_t */
+/** @} */
+
+/** @defgroup marcel_pthread_consts Constants and static initialisers
+ * @{ */
+#undef PTHREAD_CREATE_JOINABLE
+#undef PTHREAD_CREATE_DETACHED
+#undef PTHREAD_MUTEX_NORMAL
+#undef PTHREAD_MUTEX_RECURSIVE
+#undef PTHREAD_MUTEX_ERRORCHECK
+#undef PTHREAD_MUTEX_DEFAULT
+#undef PTHREAD_MUTEX_TIMED_NP
+#undef PTHREAD_MUTEX_FAST_NP
+#undef PTHREAD_MUTEX_RECURSIVE_NP
+#undef PTHREAD_MUTEX_ERRORCHECK_NP
+#undef PTHREAD_PROCESS_PRIVATE
+#undef PTHREAD_PROCESS_SHARED
+#undef PTHREAD_BARRIER_SERIAL_THREAD
+#undef PTHREAD_MUTEX_INITIALIZER
+#undef PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP
+#undef PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP
+#undef PTHREAD_COND_INITIALIZER
+#undef PTHREAD_RWLOCK_INITIALIZER
+#undef PTHREAD_ONCE_INIT
+#undef PTHREAD_KEYS_MAX
+#undef PTHREAD_DESTRUCTOR_ITERATIONS
+#undef PTHREAD_STACK_MIN
+
+#define PTHREAD_CREATE_JOINABLE MARCEL_CREATE_JOINABLE   /**< ::MARCEL_CREATE_JOINABLE */
+#define PTHREAD_CREATE_DETACHED MARCEL_CREATE_DETACHED   /**< ::MARCEL_CREATE_DETACHED */
+#define PTHREAD_MUTEX_NORMAL MARCEL_MUTEX_NORMAL         /**< ::MARCEL_MUTEX_NORMAL (relocking gives EDEADLK instead of hanging) */
+#define PTHREAD_MUTEX_RECURSIVE MARCEL_MUTEX_RECURSIVE   /**< ::MARCEL_MUTEX_RECURSIVE */
+#define PTHREAD_MUTEX_ERRORCHECK MARCEL_MUTEX_ERRORCHECK /**< ::MARCEL_MUTEX_ERRORCHECK */
+#define PTHREAD_MUTEX_DEFAULT MARCEL_MUTEX_DEFAULT       /**< ::MARCEL_MUTEX_DEFAULT */
+#define PTHREAD_MUTEX_TIMED_NP MARCEL_MUTEX_NORMAL       /**< GNU name of ::MARCEL_MUTEX_NORMAL */
+#define PTHREAD_MUTEX_FAST_NP MARCEL_MUTEX_NORMAL        /**< GNU name of ::MARCEL_MUTEX_NORMAL */
+#define PTHREAD_MUTEX_RECURSIVE_NP MARCEL_MUTEX_RECURSIVE   /**< GNU name of ::MARCEL_MUTEX_RECURSIVE */
+#define PTHREAD_MUTEX_ERRORCHECK_NP MARCEL_MUTEX_ERRORCHECK /**< GNU name of ::MARCEL_MUTEX_ERRORCHECK */
+#define PTHREAD_PROCESS_PRIVATE MARCEL_PROCESS_PRIVATE   /**< ::MARCEL_PROCESS_PRIVATE */
+#define PTHREAD_PROCESS_SHARED MARCEL_PROCESS_SHARED     /**< ::MARCEL_PROCESS_SHARED (refused with ENOTSUP) */
+#define PTHREAD_BARRIER_SERIAL_THREAD MARCEL_BARRIER_SERIAL_THREAD /**< ::MARCEL_BARRIER_SERIAL_THREAD */
+#define PTHREAD_MUTEX_INITIALIZER MARCEL_MUTEX_INITIALIZER /**< ::MARCEL_MUTEX_INITIALIZER */
+#define PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP MARCEL_RECURSIVE_MUTEX_INITIALIZER   /**< ::MARCEL_RECURSIVE_MUTEX_INITIALIZER */
+#define PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP MARCEL_ERRORCHECK_MUTEX_INITIALIZER /**< ::MARCEL_ERRORCHECK_MUTEX_INITIALIZER */
+#define PTHREAD_COND_INITIALIZER MARCEL_COND_INITIALIZER   /**< ::MARCEL_COND_INITIALIZER */
+#define PTHREAD_RWLOCK_INITIALIZER MARCEL_RWLOCK_INITIALIZER /**< ::MARCEL_RWLOCK_INITIALIZER */
+#define PTHREAD_ONCE_INIT MARCEL_ONCE_INIT                 /**< ::MARCEL_ONCE_INIT */
+#define PTHREAD_KEYS_MAX MARCEL_KEYS_MAX                   /**< ::MARCEL_KEYS_MAX */
+#define PTHREAD_DESTRUCTOR_ITERATIONS MARCEL_DESTRUCTOR_ITERATIONS /**< ::MARCEL_DESTRUCTOR_ITERATIONS */
+#define PTHREAD_STACK_MIN MARCEL_STACK_MIN                 /**< ::MARCEL_STACK_MIN */
+/** @} */
+
+/** @defgroup marcel_pthread_wrappers Wrappers
+ * The calls whose marcel counterpart differs in a detail get these wrappers; the macros
+ * of the other groups name them.
+ * @{ */
+
+/** `sched_yield()`: yields the calling user-level thread (marcel_yield()); outside a
+ * marcel thread, yields the kernel thread. @return 0. */
+static inline int marcel_pthread_sched_yield(void)
+{
+	if (marcel_self() == NULL)
+		return sched_yield();
+	marcel_yield();
+	return 0;
+}
+
+/** `pthread_attr_setscope()`: marcel threads are user-level threads, which POSIX calls
+ * process scope. @return 0 for `PTHREAD_SCOPE_PROCESS`; ENOTSUP for
+ * `PTHREAD_SCOPE_SYSTEM`; EINVAL otherwise or if @p attr is NULL. */
+static inline int marcel_pthread_attr_setscope(marcel_attr_t *attr, int scope)
+{
+	if (attr == NULL)
+		return EINVAL;
+	if (scope == PTHREAD_SCOPE_PROCESS)
+		return 0;
+	return scope == PTHREAD_SCOPE_SYSTEM ? ENOTSUP : EINVAL;
+}
+
+/** `pthread_attr_getscope()`: always `PTHREAD_SCOPE_PROCESS`.
+ * @return 0; EINVAL for NULL arguments. */
+static inline int marcel_pthread_attr_getscope(const marcel_attr_t *attr, int *scope)
+{
+	if (attr == NULL || scope == NULL)
+		return EINVAL;
+	*scope = PTHREAD_SCOPE_PROCESS;
+	return 0;
+}
+
+/** `pthread_setconcurrency()`: a hint that marcel does not need (the number of workers
+ * is fixed by `MARCEL_NVP` at marcel_init()). @return 0; EINVAL if @p level is negative. */
+static inline int marcel_pthread_setconcurrency(int level)
+{
+	return level < 0 ? EINVAL : 0;
+}
+
+/** `pthread_getconcurrency()`: the number of workers, marcel_nbvps(). */
+static inline int marcel_pthread_getconcurrency(void)
+{
+	return (int)marcel_nbvps();
+}
+
+/** `pthread_setcancelstate()`: nothing can cancel a marcel thread; stores
+ * `PTHREAD_CANCEL_ENABLE` in @p oldstate (may be NULL).
+ * @return 0; EINVAL for a value other than `PTHREAD_CANCEL_ENABLE/DISABLE`. */
+static inline int marcel_pthread_setcancelstate(int state, int *oldstate)
+{
+	if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
+		return EINVAL;
+	if (oldstate)
+		*oldstate = PTHREAD_CANCEL_ENABLE;
+	return 0;
+}
+
+/** `pthread_setcanceltype()`: as marcel_pthread_setcancelstate(), stores
+ * `PTHREAD_CANCEL_DEFERRED` in @p oldtype (may be NULL).
+ * @return 0; EINVAL for a value other than `PTHREAD_CANCEL_DEFERRED/ASYNCHRONOUS`. */
+static inline int marcel_pthread_setcanceltype(int type, int *oldtype)
+{
+	if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
+		return EINVAL;
+	if (oldtype)
+		*oldtype = PTHREAD_CANCEL_DEFERRED;
+	return 0;
+}
+
+/** `pthread_testcancel()`: does nothing. */
+static inline void marcel_pthread_testcancel(void)
+{
+}
+
+/** `pthread_yield()` (GNU): marcel_yield(). @return 0. */
+static inline int marcel_pthread_yield(void)
+{
+	marcel_yield();
+	return 0;
+}
+
+/** @} */
+
+/** @defgroup marcel_pthread_threads Threads and their attributes
+ * @{ */
+#define pthread_create marcel_create               /**< marcel_create(); a thread created this way is a marcel thread */
+#define pthread_join marcel_join                   /**< marcel_join() */
+#define pthread_detach marcel_detach               /**< marcel_detach() */
+#define pthread_exit marcel_exit                   /**< marcel_exit(); from `main` it ends the program after the other threads, as marcel_end() */
+#define pthread_self marcel_self                   /**< marcel_self() (NULL outside a marcel thread) */
+#define pthread_equal marcel_equal                 /**< marcel_equal() */
+#define pthread_setname_np marcel_setname          /**< marcel_setname() (names up to ::MARCEL_MAXNAMESIZE - 1 characters) */
+#define pthread_getname_np marcel_getname          /**< marcel_getname() */
+#define pthread_setconcurrency marcel_pthread_setconcurrency /**< marcel_pthread_setconcurrency() */
+#define pthread_getconcurrency marcel_pthread_getconcurrency /**< marcel_pthread_getconcurrency() */
+#define pthread_setcancelstate marcel_pthread_setcancelstate /**< marcel_pthread_setcancelstate() */
+#define pthread_setcanceltype marcel_pthread_setcanceltype   /**< marcel_pthread_setcanceltype() */
+#define pthread_testcancel marcel_pthread_testcancel         /**< marcel_pthread_testcancel() */
+#define pthread_yield marcel_pthread_yield         /**< marcel_pthread_yield() */
+#define sched_yield marcel_pthread_sched_yield     /**< marcel_pthread_sched_yield() */
+#define pthread_attr_init marcel_attr_init         /**< marcel_attr_init() */
+#define pthread_attr_destroy marcel_attr_destroy   /**< marcel_attr_destroy() */
+#define pthread_attr_setdetachstate marcel_attr_setdetachstate /**< marcel_attr_setdetachstate() */
+#define pthread_attr_getdetachstate marcel_attr_getdetachstate /**< marcel_attr_getdetachstate() */
+#define pthread_attr_setstacksize marcel_attr_setstacksize /**< marcel_attr_setstacksize() (::MARCEL_STACK_MIN .. ::MARCEL_STACK_MAX) */
+#define pthread_attr_getstacksize marcel_attr_getstacksize /**< marcel_attr_getstacksize() (0 until a size is set: the runtime default, `MARCEL_STACK_SIZE`) */
+#define pthread_attr_setscope marcel_pthread_attr_setscope /**< marcel_pthread_attr_setscope() */
+#define pthread_attr_getscope marcel_pthread_attr_getscope /**< marcel_pthread_attr_getscope() */
+
+#undef pthread_cleanup_push
+#undef pthread_cleanup_pop
+#undef pthread_cleanup_push_defer_np
+#undef pthread_cleanup_pop_restore_np
+/** @cond MARCEL_PTHREAD_PRIVATE */
+/* Nested pushes shadow the outer block's variables on purpose: no -Wshadow there. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MARCEL_PTHREAD_NOSHADOW_BEGIN_ _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
+#define MARCEL_PTHREAD_NOSHADOW_END_ _Pragma("GCC diagnostic pop")
+#else
+#define MARCEL_PTHREAD_NOSHADOW_BEGIN_
+#define MARCEL_PTHREAD_NOSHADOW_END_
+#endif
+/** @endcond */
+/** Opens a block that ends at the matching pthread_cleanup_pop(); @p routine (@p arg) runs
+ * there if its argument is non-zero. It does not run at pthread_exit(). */
+#define pthread_cleanup_push(routine, arg)                                                \
+	do {                                                                              \
+		MARCEL_PTHREAD_NOSHADOW_BEGIN_                                            \
+		void (*marcel_cleanup_routine_)(void *) = (routine);                     \
+		void *marcel_cleanup_arg_ = (arg);                                        \
+		MARCEL_PTHREAD_NOSHADOW_END_
+/** Closes the block of pthread_cleanup_push(), running its handler if @p execute is
+ * non-zero. */
+#define pthread_cleanup_pop(execute)                                                      \
+		if (execute)                                                              \
+			marcel_cleanup_routine_(marcel_cleanup_arg_);                     \
+	} while (0)
+/** As pthread_cleanup_push() (there is no cancellation type to defer). */
+#define pthread_cleanup_push_defer_np(routine, arg) pthread_cleanup_push(routine, arg)
+/** As pthread_cleanup_pop(). */
+#define pthread_cleanup_pop_restore_np(execute) pthread_cleanup_pop(execute)
+/** @} */
+
+/** @defgroup marcel_pthread_mutex Mutexes
+ * @{ */
+#define pthread_mutexattr_init marcel_mutexattr_init       /**< marcel_mutexattr_init() */
+#define pthread_mutexattr_destroy marcel_mutexattr_destroy /**< marcel_mutexattr_destroy() */
+#define pthread_mutexattr_settype marcel_mutexattr_settype /**< marcel_mutexattr_settype() */
+#define pthread_mutexattr_gettype marcel_mutexattr_gettype /**< marcel_mutexattr_gettype() */
+#define pthread_mutexattr_setpshared marcel_mutexattr_setpshared /**< marcel_mutexattr_setpshared() */
+#define pthread_mutexattr_getpshared marcel_mutexattr_getpshared /**< marcel_mutexattr_getpshared() */
+#define pthread_mutex_init marcel_mutex_init               /**< marcel_mutex_init() */
+#define pthread_mutex_destroy marcel_mutex_destroy         /**< marcel_mutex_destroy() */
+#define pthread_mutex_lock marcel_mutex_lock               /**< marcel_mutex_lock() */
+#define pthread_mutex_trylock marcel_mutex_trylock         /**< marcel_mutex_trylock() */
+#define pthread_mutex_timedlock marcel_mutex_timedlock     /**< marcel_mutex_timedlock() */
+#define pthread_mutex_unlock marcel_mutex_unlock           /**< marcel_mutex_unlock() */
+/** @} */
+
+/** @defgroup marcel_pthread_cond Condition variables
+ * @{ */
+#define pthread_condattr_init marcel_condattr_init         /**< marcel_condattr_init() */
+#define pthread_condattr_destroy marcel_condattr_destroy   /**< marcel_condattr_destroy() */
+#define pthread_condattr_setclock marcel_condattr_setclock /**< marcel_condattr_setclock() (CLOCK_REALTIME or CLOCK_MONOTONIC) */
+#define pthread_condattr_getclock marcel_condattr_getclock /**< marcel_condattr_getclock() */
+#define pthread_condattr_setpshared marcel_condattr_setpshared /**< marcel_condattr_setpshared() */
+#define pthread_condattr_getpshared marcel_condattr_getpshared /**< marcel_condattr_getpshared() */
+#define pthread_cond_init marcel_cond_init                 /**< marcel_cond_init() */
+#define pthread_cond_destroy marcel_cond_destroy           /**< marcel_cond_destroy() */
+#define pthread_cond_wait marcel_cond_wait                 /**< marcel_cond_wait() */
+#define pthread_cond_timedwait marcel_cond_timedwait       /**< marcel_cond_timedwait() */
+#define pthread_cond_signal marcel_cond_signal             /**< marcel_cond_signal() */
+#define pthread_cond_broadcast marcel_cond_broadcast       /**< marcel_cond_broadcast() */
+/** @} */
+
+/** @defgroup marcel_pthread_barrier Barriers
+ * @{ */
+#define pthread_barrierattr_init marcel_barrierattr_init       /**< marcel_barrierattr_init() */
+#define pthread_barrierattr_destroy marcel_barrierattr_destroy /**< marcel_barrierattr_destroy() */
+#define pthread_barrierattr_setpshared marcel_barrierattr_setpshared /**< marcel_barrierattr_setpshared() */
+#define pthread_barrierattr_getpshared marcel_barrierattr_getpshared /**< marcel_barrierattr_getpshared() */
+#define pthread_barrier_init marcel_barrier_init               /**< marcel_barrier_init() */
+#define pthread_barrier_destroy marcel_barrier_destroy         /**< marcel_barrier_destroy() */
+#define pthread_barrier_wait marcel_barrier_wait               /**< marcel_barrier_wait() */
+/** @} */
+
+/** @defgroup marcel_pthread_rwlock Read-write locks
+ * marcel's read-write locks prefer writers; the GNU reader-preference kinds are not
+ * mapped.
+ * @{ */
+#define pthread_rwlockattr_init marcel_rwlockattr_init       /**< marcel_rwlockattr_init() */
+#define pthread_rwlockattr_destroy marcel_rwlockattr_destroy /**< marcel_rwlockattr_destroy() */
+#define pthread_rwlockattr_setpshared marcel_rwlockattr_setpshared /**< marcel_rwlockattr_setpshared() */
+#define pthread_rwlockattr_getpshared marcel_rwlockattr_getpshared /**< marcel_rwlockattr_getpshared() */
+#define pthread_rwlock_init marcel_rwlock_init               /**< marcel_rwlock_init() */
+#define pthread_rwlock_destroy marcel_rwlock_destroy         /**< marcel_rwlock_destroy() */
+#define pthread_rwlock_rdlock marcel_rwlock_rdlock           /**< marcel_rwlock_rdlock() */
+#define pthread_rwlock_tryrdlock marcel_rwlock_tryrdlock     /**< marcel_rwlock_tryrdlock() */
+#define pthread_rwlock_timedrdlock marcel_rwlock_timedrdlock /**< marcel_rwlock_timedrdlock() */
+#define pthread_rwlock_wrlock marcel_rwlock_wrlock           /**< marcel_rwlock_wrlock() */
+#define pthread_rwlock_trywrlock marcel_rwlock_trywrlock     /**< marcel_rwlock_trywrlock() */
+#define pthread_rwlock_timedwrlock marcel_rwlock_timedwrlock /**< marcel_rwlock_timedwrlock() */
+#define pthread_rwlock_unlock marcel_rwlock_unlock           /**< marcel_rwlock_unlock() */
+/** @} */
+
+/** @defgroup marcel_pthread_spin Spin locks, one-time initialisation, keys
+ * @{ */
+#define pthread_spin_init marcel_spin_init         /**< marcel_spin_init() */
+#define pthread_spin_destroy marcel_spin_destroy   /**< marcel_spin_destroy() */
+#define pthread_spin_lock marcel_spin_lock         /**< marcel_spin_lock() */
+#define pthread_spin_trylock marcel_spin_trylock   /**< marcel_spin_trylock() */
+#define pthread_spin_unlock marcel_spin_unlock     /**< marcel_spin_unlock() */
+#define pthread_once marcel_once                   /**< marcel_once() */
+#define pthread_key_create marcel_key_create       /**< marcel_key_create() (destructors run when a marcel thread ends) */
+#define pthread_key_delete marcel_key_delete       /**< marcel_key_delete() */
+#define pthread_setspecific marcel_setspecific     /**< marcel_setspecific() */
+#define pthread_getspecific marcel_getspecific     /**< marcel_getspecific() */
+/** @} */
+
+/** @cond MARCEL_PTHREAD_PRIVATE */
+#if defined(__GNUC__) || defined(__clang__)
+#define MARCEL_PTHREAD_UNMAPPED_ATTR_(name)                                                \
+	__attribute__((error(#name " is not mapped by <marcel/pthread.h> (see doc/porting.md)")))
+#else
+#define MARCEL_PTHREAD_UNMAPPED_ATTR_(name)
+#endif
+/* Never defined: a call that survives is a build error (the attribute) or, with other
+ * compilers, a link error naming the function. */
+#define MARCEL_PTHREAD_UNMAPPED_(name) \
+	int marcel_pthread_unmapped_##name(void) MARCEL_PTHREAD_UNMAPPED_ATTR_(name)
+MARCEL_PTHREAD_UNMAPPED_(pthread_cancel);
+MARCEL_PTHREAD_UNMAPPED_(pthread_kill);
+MARCEL_PTHREAD_UNMAPPED_(pthread_sigqueue);
+MARCEL_PTHREAD_UNMAPPED_(pthread_setschedparam);
+MARCEL_PTHREAD_UNMAPPED_(pthread_getschedparam);
+MARCEL_PTHREAD_UNMAPPED_(pthread_setschedprio);
+MARCEL_PTHREAD_UNMAPPED_(pthread_setaffinity_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_getaffinity_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_getcpuclockid);
+MARCEL_PTHREAD_UNMAPPED_(pthread_getattr_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_tryjoin_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_timedjoin_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_clockjoin_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setguardsize);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getguardsize);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setstack);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getstack);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setstackaddr);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getstackaddr);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setschedparam);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getschedparam);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setschedpolicy);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getschedpolicy);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setinheritsched);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getinheritsched);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setaffinity_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getaffinity_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_setprotocol);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getprotocol);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_setprioceiling);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getprioceiling);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_setrobust);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getrobust);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_consistent);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_setprioceiling);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_getprioceiling);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_clocklock);
+MARCEL_PTHREAD_UNMAPPED_(pthread_cond_clockwait);
+MARCEL_PTHREAD_UNMAPPED_(pthread_rwlock_clockrdlock);
+MARCEL_PTHREAD_UNMAPPED_(pthread_rwlock_clockwrlock);
+MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_setkind_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
+/** @endcond */
+
+/** @defgroup marcel_pthread_unmapped Calls that are build errors
+ * These have no marcel meaning; each expands to a call of a function that is never
+ * defined and carries GCC's `error` attribute, so the compiler stops with
+ * "`pthread_cancel` is not mapped by <marcel/pthread.h>" instead of letting the C
+ * library act on a marcel object. Port such a call by hand (see `doc/porting.md`).
+ * @{ */
+#define pthread_cancel(...) marcel_pthread_unmapped_pthread_cancel()           /**< no cancellation */
+#define pthread_kill(...) marcel_pthread_unmapped_pthread_kill()               /**< no per-thread signals */
+#define pthread_sigqueue(...) marcel_pthread_unmapped_pthread_sigqueue()       /**< no per-thread signals */
+#define pthread_setschedparam(...) marcel_pthread_unmapped_pthread_setschedparam() /**< use marcel_sched_setparam() */
+#define pthread_getschedparam(...) marcel_pthread_unmapped_pthread_getschedparam() /**< use marcel_sched_getparam() */
+#define pthread_setschedprio(...) marcel_pthread_unmapped_pthread_setschedprio()   /**< use marcel_sched_setparam() */
+#define pthread_setaffinity_np(...) marcel_pthread_unmapped_pthread_setaffinity_np() /**< use marcel_apply_vpset() */
+#define pthread_getaffinity_np(...) marcel_pthread_unmapped_pthread_getaffinity_np() /**< no equivalent */
+#define pthread_getcpuclockid(...) marcel_pthread_unmapped_pthread_getcpuclockid()   /**< no per-ULT CPU clock */
+#define pthread_getattr_np(...) marcel_pthread_unmapped_pthread_getattr_np()         /**< no equivalent */
+#define pthread_tryjoin_np(...) marcel_pthread_unmapped_pthread_tryjoin_np()         /**< no equivalent */
+#define pthread_timedjoin_np(...) marcel_pthread_unmapped_pthread_timedjoin_np()     /**< no equivalent */
+#define pthread_clockjoin_np(...) marcel_pthread_unmapped_pthread_clockjoin_np()     /**< no equivalent */
+#define pthread_attr_setguardsize(...) marcel_pthread_unmapped_pthread_attr_setguardsize() /**< marcel stacks always have one guard page */
+#define pthread_attr_getguardsize(...) marcel_pthread_unmapped_pthread_attr_getguardsize() /**< marcel stacks always have one guard page */
+#define pthread_attr_setstack(...) marcel_pthread_unmapped_pthread_attr_setstack()         /**< marcel allocates the stacks */
+#define pthread_attr_getstack(...) marcel_pthread_unmapped_pthread_attr_getstack()         /**< marcel allocates the stacks */
+#define pthread_attr_setstackaddr(...) marcel_pthread_unmapped_pthread_attr_setstackaddr() /**< marcel allocates the stacks */
+#define pthread_attr_getstackaddr(...) marcel_pthread_unmapped_pthread_attr_getstackaddr() /**< marcel allocates the stacks */
+#define pthread_attr_setschedparam(...) marcel_pthread_unmapped_pthread_attr_setschedparam() /**< use marcel_attr_setprio() */
+#define pthread_attr_getschedparam(...) marcel_pthread_unmapped_pthread_attr_getschedparam() /**< use marcel_attr_getprio() */
+#define pthread_attr_setschedpolicy(...) marcel_pthread_unmapped_pthread_attr_setschedpolicy() /**< kernel policies do not apply */
+#define pthread_attr_getschedpolicy(...) marcel_pthread_unmapped_pthread_attr_getschedpolicy() /**< kernel policies do not apply */
+#define pthread_attr_setinheritsched(...) marcel_pthread_unmapped_pthread_attr_setinheritsched() /**< kernel policies do not apply */
+#define pthread_attr_getinheritsched(...) marcel_pthread_unmapped_pthread_attr_getinheritsched() /**< kernel policies do not apply */
+#define pthread_attr_setaffinity_np(...) marcel_pthread_unmapped_pthread_attr_setaffinity_np() /**< use marcel_attr_setvpset() */
+#define pthread_attr_getaffinity_np(...) marcel_pthread_unmapped_pthread_attr_getaffinity_np() /**< use marcel_attr_getvpset() */
+#define pthread_mutexattr_setprotocol(...) marcel_pthread_unmapped_pthread_mutexattr_setprotocol() /**< no priority protocols */
+#define pthread_mutexattr_getprotocol(...) marcel_pthread_unmapped_pthread_mutexattr_getprotocol() /**< no priority protocols */
+#define pthread_mutexattr_setprioceiling(...) marcel_pthread_unmapped_pthread_mutexattr_setprioceiling() /**< no priority protocols */
+#define pthread_mutexattr_getprioceiling(...) marcel_pthread_unmapped_pthread_mutexattr_getprioceiling() /**< no priority protocols */
+#define pthread_mutexattr_setrobust(...) marcel_pthread_unmapped_pthread_mutexattr_setrobust() /**< no robust mutexes */
+#define pthread_mutexattr_getrobust(...) marcel_pthread_unmapped_pthread_mutexattr_getrobust() /**< no robust mutexes */
+#define pthread_mutex_consistent(...) marcel_pthread_unmapped_pthread_mutex_consistent()       /**< no robust mutexes */
+#define pthread_mutex_setprioceiling(...) marcel_pthread_unmapped_pthread_mutex_setprioceiling() /**< no priority protocols */
+#define pthread_mutex_getprioceiling(...) marcel_pthread_unmapped_pthread_mutex_getprioceiling() /**< no priority protocols */
+#define pthread_mutex_clocklock(...) marcel_pthread_unmapped_pthread_mutex_clocklock()   /**< use pthread_mutex_timedlock() */
+#define pthread_cond_clockwait(...) marcel_pthread_unmapped_pthread_cond_clockwait()     /**< use pthread_condattr_setclock() and pthread_cond_timedwait() */
+#define pthread_rwlock_clockrdlock(...) marcel_pthread_unmapped_pthread_rwlock_clockrdlock() /**< use pthread_rwlock_timedrdlock() */
+#define pthread_rwlock_clockwrlock(...) marcel_pthread_unmapped_pthread_rwlock_clockwrlock() /**< use pthread_rwlock_timedwrlock() */
+#define pthread_rwlockattr_setkind_np(...) marcel_pthread_unmapped_pthread_rwlockattr_setkind_np() /**< marcel's rwlocks prefer writers */
+#define pthread_rwlockattr_getkind_np(...) marcel_pthread_unmapped_pthread_rwlockattr_getkind_np() /**< marcel's rwlocks prefer writers */
+/** @} */
+
+/** @defgroup marcel_pthread_sem Semaphores
+ * Mapped when `<semaphore.h>` is included before `<marcel/pthread.h>` (or
+ * `<marcel/pthread.h>` is included again after it; the macro `MARCEL_PTHREAD_SEM_H`
+ * is then defined). Like POSIX, these return 0, or -1 and set `errno`.
+ *
+ * | POSIX | marcel |
+ * |---|---|
+ * | `sem_t`, `SEM_VALUE_MAX` | ::marcel_sem_t, ::MARCEL_SEM_VALUE_MAX |
+ * | `sem_init` | marcel_sem_posix_init() (`pshared` non-zero gives ENOTSUP) |
+ * | `sem_destroy` | marcel_pthread_sem_destroy() |
+ * | `sem_wait`, `sem_trywait`, `sem_timedwait` | marcel_sem_wait(), marcel_sem_trywait(), marcel_sem_timedwait() |
+ * | `sem_post`, `sem_getvalue` | marcel_sem_post(), marcel_sem_getvalue() |
+ * | `sem_open`, `sem_close` | build errors: named semaphores are process-shared |
+ * | `sem_clockwait` | build error: use `sem_timedwait` |
+ *
+ * `sem_unlink` keeps its C library meaning.
+ * @{ */
+
+/** `sem_destroy()`: marcel_sem_destroy() with the POSIX convention.
+ * @return 0, or -1 with `errno` EBUSY (threads are blocked on @p s) or EINVAL. */
+static inline int marcel_pthread_sem_destroy(marcel_sem_t *s)
+{
+	int err = marcel_sem_destroy(s);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/** @} */
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MARCEL_PTHREAD_H */
+
+/* Semaphores: mapped once <semaphore.h> has been seen, on this inclusion or a later one. */
+#if defined(_SEMAPHORE_H) && !defined(MARCEL_PTHREAD_SEM_H)
+/* Documented by the marcel_pthread_sem group above: doxygen does not see this block. */
+#define MARCEL_PTHREAD_SEM_H 1
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MARCEL_PTHREAD_UNMAPPED_(sem_open);
+MARCEL_PTHREAD_UNMAPPED_(sem_close);
+MARCEL_PTHREAD_UNMAPPED_(sem_clockwait);
+
+#undef SEM_VALUE_MAX
+#define sem_t marcel_sem_t                        /* ::marcel_sem_t */
+#define SEM_VALUE_MAX MARCEL_SEM_VALUE_MAX        /* ::MARCEL_SEM_VALUE_MAX */
+#define sem_init marcel_sem_posix_init            /* marcel_sem_posix_init() (`pshared` non-zero gives ENOTSUP) */
+#define sem_destroy marcel_pthread_sem_destroy    /* marcel_pthread_sem_destroy() */
+#define sem_wait marcel_sem_wait                  /* marcel_sem_wait() */
+#define sem_trywait marcel_sem_trywait            /* marcel_sem_trywait() */
+#define sem_timedwait marcel_sem_timedwait        /* marcel_sem_timedwait() */
+#define sem_post marcel_sem_post                  /* marcel_sem_post() */
+#define sem_getvalue marcel_sem_getvalue          /* marcel_sem_getvalue() */
+#define sem_open(...) marcel_pthread_unmapped_sem_open()   /* build error: named semaphores are process-shared */
+#define sem_close(...) marcel_pthread_unmapped_sem_close() /* build error: named semaphores are process-shared */
+#define sem_clockwait(...) marcel_pthread_unmapped_sem_clockwait() /* build error: use sem_timedwait() */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* semaphores */

@@ -1,0 +1,134 @@
+/*
+ * What the synchronisation primitives are built from: deadlines, per-worker timers,
+ * wait queues keyed by address (marcel's futex), the identity of lock owners, and the
+ * spin-before-block policy.
+ */
+#ifndef MA_SYNC_H
+#define MA_SYNC_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+#include "ma_sched.h"
+
+/* ---- deadlines: CLOCK_MONOTONIC nanoseconds ---- */
+
+#define MA_NO_DEADLINE UINT64_MAX
+
+static inline uint64_t ma_clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ma_deadline_in(uint64_t ns)
+{
+	uint64_t now = ma_clock_ns();
+	return ns >= MA_NO_DEADLINE - now ? MA_NO_DEADLINE - 1 : now + ns;
+}
+
+/* Converts an absolute POSIX timeout on clock clk into a monotonic deadline. A
+ * CLOCK_REALTIME deadline is converted once, at the call: a later jump of the wall clock
+ * does not move it. Returns EINVAL for a NULL or malformed timespec. */
+int ma_deadline_from_abs(clockid_t clk, const struct timespec *abstime, uint64_t *deadline) MA_HIDDEN;
+
+/* ---- timers (timer.c) ---- */
+
+struct ma_timer {
+	uint64_t deadline;
+	/* Pairing-heap links: prev is the parent for a first child, else the left sibling. */
+	struct ma_timer *child, *next, *prev;
+	struct ma_worker *owner;          /* whose heap it was armed on */
+	int armed;                        /* on the heap (under the owner's lock) */
+	/* Called under the owner's timer lock once the deadline passed; the timer is already
+	 * off the heap. It must not arm or cancel timers. */
+	void (*fire)(struct ma_timer *t);
+};
+
+/* Arms t on the calling worker's heap. */
+void ma_timer_arm(struct ma_worker *w, struct ma_timer *t, uint64_t deadline,
+		  void (*fire)(struct ma_timer *)) MA_HIDDEN;
+/* Disarms t (armed before) if it has not fired; once it returns, t's callback is not
+ * running and will not run. */
+void ma_timer_cancel(struct ma_timer *t) MA_HIDDEN;
+/* Fires w's due timers. */
+void ma_timers_run(struct ma_worker *w, uint64_t now) MA_HIDDEN;
+/* Fires any worker's overdue timers (called by idle workers for busy ones). */
+void ma_timers_steal(uint64_t now) MA_HIDDEN;
+
+/* Cheap check on scheduling paths: nothing to do unless this worker has timers. */
+static inline void ma_timers_poll(struct ma_worker *w)
+{
+	uint64_t next = atomic_load_explicit(&w->timer_next, memory_order_relaxed);
+	if (ma_unlikely(next != MA_NO_DEADLINE)) {
+		uint64_t now = ma_clock_ns();
+		if (now >= next)
+			ma_timers_run(w, now);
+	}
+}
+
+/* ---- wait queues keyed by address (futex.c) ---- */
+
+/* Blocks the caller on key while blocking(arg) holds -- evaluated under the key's queue
+ * lock, so a waker that changes the state and then calls ma_fwake cannot be missed.
+ * Returns 0 when woken by ma_fwake, EAGAIN if blocking(arg) was false, ETIMEDOUT.
+ * A wake-up may be late: an ma_fwake issued for an earlier state (its caller changed the
+ * state, then was delayed) may wake a thread that started waiting after the change.
+ * Callers re-check their state, or issue the wake-up under a lock that new waiters
+ * must take first (barriers). */
+int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg,
+	     uint64_t deadline) MA_HIDDEN;
+/* ma_fwait on a 32-bit word: blocks while *addr == val. */
+int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline) MA_HIDDEN;
+/* Wakes up to n waiters of key, oldest first; returns how many. */
+unsigned ma_fwake(const void *key, unsigned n) MA_HIDDEN;
+/* Whether a thread is blocked on key. */
+int ma_fwaiters(const void *key) MA_HIDDEN;
+
+/* Waits for wt like ma_waiter_wait, but a kernel thread that is not a marcel thread gives
+ * up at deadline: returns ETIMEDOUT then (the waker may still come: see futex.c). */
+int ma_waiter_wait_foreign_until(struct ma_waiter *wt, uint64_t deadline) MA_HIDDEN;
+
+/* ---- owners ---- */
+
+/* The calling thread's identity as a lock owner: its descriptor; for a kernel thread that
+ * is not a marcel thread, a per-thread token with the low bit set (never a descriptor). */
+void *ma_owner_foreign(void) MA_HIDDEN;
+
+static inline void *ma_owner_self(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	return ma_likely(w != NULL) ? (void *)w->current : ma_owner_foreign();
+}
+
+/* ---- waiting policy ---- */
+
+/* How many rounds a thread polls a busy primitive before blocking (MARCEL_SPIN, or a
+ * default that is 0 on a single VP or with more VPs than processors). */
+static inline unsigned ma_spin_limit(void)
+{
+	return ma_rt.spin_limit;
+}
+
+/* Whether spinning for owner can pay off: it runs right now on another worker. */
+static inline int ma_owner_running(const void *owner)
+{
+	if (!owner || ((uintptr_t)owner & 1))
+		return owner != NULL; /* a kernel thread: assume it runs */
+	const struct marcel_task *t = owner;
+	return atomic_load_explicit(&t->state, memory_order_relaxed) == MA_TASK_RUNNING;
+}
+
+void ma_spin_notify(int spinning) MA_HIDDEN;
+
+/* For condition variables: drops m whatever its recursion depth, returning the depth;
+ * then takes it back at that depth. */
+unsigned ma_mutex_release_all(marcel_mutex_t *m) MA_HIDDEN;
+void ma_mutex_reacquire(marcel_mutex_t *m, unsigned depth) MA_HIDDEN;
+
+/* Checks the usual object arguments. */
+#define MA_CHECK_PSHARED(v) ((v) == MARCEL_PROCESS_PRIVATE ? 0 : (v) == MARCEL_PROCESS_SHARED ? ENOTSUP : EINVAL)
+#define MA_SYNC_ATTR_MAGIC 0x4d534154u /* "MSAT" */
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * Mutexes: one word (0 free, 1 held, 2 held and maybe waited for), so the uncontended
+ * lock and unlock are one atomic operation each and never enter the wait queue. The
+ * owner is recorded for every kind: it costs one store and lets every kind report
+ * relocking and foreign unlocks instead of hanging or corrupting.
+ */
+#include <stdint.h>
+#include "ma_sync.h"
+
+#define MA_MUTEX_FREE 0
+#define MA_MUTEX_HELD 1
+#define MA_MUTEX_CONTENDED 2
+
+static inline atomic_int *ma_mstate(marcel_mutex_t *m)
+{
+	return (atomic_int *)&m->__state;
+}
+
+static inline void *ma_mowner(const marcel_mutex_t *m)
+{
+	return __atomic_load_n(&m->__owner, __ATOMIC_RELAXED);
+}
+
+/* ---- attributes ---- */
+
+int marcel_mutexattr_init(marcel_mutexattr_t *attr)
+{
+	if (!attr)
+		return EINVAL;
+	attr->__kind = MARCEL_MUTEX_DEFAULT;
+	attr->__pshared = MARCEL_PROCESS_PRIVATE;
+	attr->__magic = MA_SYNC_ATTR_MAGIC;
+	return 0;
+}
+
+int marcel_mutexattr_destroy(marcel_mutexattr_t *attr)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	attr->__magic = 0;
+	return 0;
+}
+
+int marcel_mutexattr_settype(marcel_mutexattr_t *attr, int kind)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	if (kind != MARCEL_MUTEX_NORMAL && kind != MARCEL_MUTEX_RECURSIVE && kind != MARCEL_MUTEX_ERRORCHECK)
+		return EINVAL;
+	attr->__kind = kind;
+	return 0;
+}
+
+int marcel_mutexattr_gettype(const marcel_mutexattr_t *attr, int *kind)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC || !kind)
+		return EINVAL;
+	*kind = attr->__kind;
+	return 0;
+}
+
+int marcel_mutexattr_setpshared(marcel_mutexattr_t *attr, int pshared)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC)
+		return EINVAL;
+	return MA_CHECK_PSHARED(pshared);
+}
+
+int marcel_mutexattr_getpshared(const marcel_mutexattr_t *attr, int *pshared)
+{
+	if (!attr || attr->__magic != MA_SYNC_ATTR_MAGIC || !pshared)
+		return EINVAL;
+	*pshared = attr->__pshared;
+	return 0;
+}
+
+/* ---- mutexes ---- */
+
+int marcel_mutex_init(marcel_mutex_t *m, const marcel_mutexattr_t *attr)
+{
+	if (!m || (attr && attr->__magic != MA_SYNC_ATTR_MAGIC))
+		return EINVAL;
+	m->__state = MA_MUTEX_FREE;
+	m->__kind = attr ? attr->__kind : MARCEL_MUTEX_DEFAULT;
+	m->__owner = NULL;
+	m->__count = 0;
+	m->__spins = 0;
+	return 0;
+}
+
+int marcel_mutex_destroy(marcel_mutex_t *m)
+{
+	if (!m)
+		return EINVAL;
+	if (atomic_load(ma_mstate(m)) != MA_MUTEX_FREE)
+		return EBUSY;
+	return 0;
+}
+
+/* Polls a held mutex for a while if its owner is running elsewhere: a critical section
+ * usually ends sooner than a block and wake-up would. The estimate adapts to how long
+ * acquisitions took before (as glibc's adaptive mutexes do). */
+static int ma_mutex_spin(marcel_mutex_t *m)
+{
+	unsigned limit = ma_spin_limit();
+	if (!limit)
+		return 0;
+	int estimate = __atomic_load_n(&m->__spins, __ATOMIC_RELAXED);
+	unsigned max = (unsigned)estimate * 2 + 10;
+	if (max > limit)
+		max = limit;
+	ma_spin_notify(1);
+	int got = 0;
+	unsigned i;
+	for (i = 0; i < max; i++) {
+		int s = atomic_load_explicit(ma_mstate(m), memory_order_relaxed);
+		if (s == MA_MUTEX_FREE) {
+			if (atomic_compare_exchange_weak_explicit(ma_mstate(m), &s, MA_MUTEX_HELD,
+								  memory_order_acquire, memory_order_relaxed)) {
+				got = 1;
+				break;
+			}
+		} else if (s == MA_MUTEX_CONTENDED || !ma_owner_running(ma_mowner(m))) {
+			break; /* others already sleep, or the owner is not running: block */
+		}
+		ma_cpu_relax();
+	}
+	ma_spin_notify(0);
+	__atomic_store_n(&m->__spins, estimate + ((int)i - estimate) / 8, __ATOMIC_RELAXED);
+	return got;
+}
+
+static int ma_mutex_acquire(marcel_mutex_t *m, void *self, uint64_t deadline)
+{
+	int s = MA_MUTEX_FREE;
+	if (ma_likely(atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD,
+							       memory_order_acquire, memory_order_relaxed)))
+		goto owned;
+	if (ma_mutex_spin(m))
+		goto owned;
+	/* Marking it contended makes the owner's unlock wake someone; since we cannot tell
+	 * whether others wait, a lock taken this way stays marked. */
+	while (atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_CONTENDED, memory_order_acquire) != MA_MUTEX_FREE) {
+		if (ma_fwait_u32(m, MA_MUTEX_CONTENDED, deadline) == ETIMEDOUT)
+			return ETIMEDOUT;
+	}
+owned:
+	__atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+	m->__count = 1;
+	return 0;
+}
+
+static int ma_mutex_lock(marcel_mutex_t *m, uint64_t deadline)
+{
+	void *self = ma_owner_self();
+	if (ma_unlikely(ma_mowner(m) == self)) {
+		if (m->__kind != MARCEL_MUTEX_RECURSIVE)
+			return EDEADLK;
+		if (m->__count == UINT32_MAX)
+			return EAGAIN;
+		m->__count++;
+		return 0;
+	}
+	return ma_mutex_acquire(m, self, deadline);
+}
+
+int marcel_mutex_lock(marcel_mutex_t *m)
+{
+	if (ma_unlikely(!m))
+		return EINVAL;
+	return ma_mutex_lock(m, MA_NO_DEADLINE);
+}
+
+int marcel_mutex_timedlock(marcel_mutex_t *m, const struct timespec *abstime)
+{
+	uint64_t deadline;
+	if (!m || ma_deadline_from_abs(CLOCK_REALTIME, abstime, &deadline))
+		return EINVAL;
+	return ma_mutex_lock(m, deadline);
+}
+
+int marcel_mutex_trylock(marcel_mutex_t *m)
+{
+	if (ma_unlikely(!m))
+		return EINVAL;
+	void *self = ma_owner_self();
+	if (ma_mowner(m) == self) {
+		if (m->__kind != MARCEL_MUTEX_RECURSIVE)
+			return EBUSY;
+		if (m->__count == UINT32_MAX)
+			return EAGAIN;
+		m->__count++;
+		return 0;
+	}
+	int s = MA_MUTEX_FREE;
+	if (!atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD, memory_order_acquire,
+						     memory_order_relaxed))
+		return EBUSY;
+	__atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+	m->__count = 1;
+	return 0;
+}
+
+int marcel_mutex_unlock(marcel_mutex_t *m)
+{
+	if (ma_unlikely(!m))
+		return EINVAL;
+	if (ma_unlikely(ma_mowner(m) != ma_owner_self()))
+		return EPERM;
+	if (--m->__count)
+		return 0;
+	__atomic_store_n(&m->__owner, NULL, __ATOMIC_RELAXED);
+	if (ma_unlikely(atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_FREE, memory_order_release) ==
+			MA_MUTEX_CONTENDED))
+		ma_fwake(m, 1);
+	return 0;
+}
+
+/* For cond.c: releases m completely whatever its depth; returns the depth to restore. */
+unsigned ma_mutex_release_all(marcel_mutex_t *m)
+{
+	unsigned depth = m->__count;
+	m->__count = 1;
+	marcel_mutex_unlock(m);
+	return depth;
+}
+
+void ma_mutex_reacquire(marcel_mutex_t *m, unsigned depth)
+{
+	ma_mutex_acquire(m, ma_owner_self(), MA_NO_DEADLINE);
+	m->__count = depth;
+}
+
+/* ---- Marcel's recursive mutexes ---- */
+
+int marcel_recursivemutexattr_init(marcel_recursivemutexattr_t *attr)
+{
+	int e = marcel_mutexattr_init(attr);
+	if (!e)
+		attr->__kind = MARCEL_MUTEX_RECURSIVE;
+	return e;
+}
+
+int marcel_recursivemutexattr_destroy(marcel_recursivemutexattr_t *attr)
+{
+	return marcel_mutexattr_destroy(attr);
+}
+
+int marcel_recursivemutex_init(marcel_recursivemutex_t *m, const marcel_recursivemutexattr_t *attr)
+{
+	int e = marcel_mutex_init(m, attr);
+	if (!e)
+		m->__kind = MARCEL_MUTEX_RECURSIVE;
+	return e;
+}
+
+int marcel_recursivemutex_destroy(marcel_recursivemutex_t *m)
+{
+	return marcel_mutex_destroy(m);
+}
+
+int marcel_recursivemutex_lock(marcel_recursivemutex_t *m)
+{
+	int e = marcel_mutex_lock(m);
+	return e ? -e : (int)m->__count;
+}
+
+int marcel_recursivemutex_trylock(marcel_recursivemutex_t *m)
+{
+	int e = marcel_mutex_trylock(m);
+	if (e == EBUSY)
+		return 0;
+	return e ? -e : (int)m->__count;
+}
+
+int marcel_recursivemutex_unlock(marcel_recursivemutex_t *m)
+{
+	if (!m)
+		return -EINVAL;
+	if (ma_mowner(m) != ma_owner_self())
+		return -EPERM;
+	unsigned left = m->__count - 1;
+	int e = marcel_mutex_unlock(m);
+	return e ? -e : (int)left;
+}
