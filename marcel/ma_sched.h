@@ -123,6 +123,7 @@ struct marcel_task {
 	_Atomic uintptr_t link;           /* joiner's waiter | MA_LINK_* */
 	unsigned magic;
 	unsigned char is_main, is_idle, preemptible, dontsched;
+	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
 	int last_vp;
 	char name[MARCEL_MAXNAMESIZE];
 	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
@@ -340,6 +341,9 @@ void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
 struct ma_runqueue *ma_rq_for_set(const marcel_vpset_t *set) MA_HIDDEN;
 
 /* ---- stack.c ---- */
+/* Whether a slab stack's thread stayed within its stack (stack.c). */
+int ma_stack_canary_ok(const struct marcel_task *t) MA_HIDDEN;
+void ma_stack_canary_failed(struct marcel_task *t) MA_HIDDEN __attribute__((noreturn));
 int ma_stack_bind(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_stack_release(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_stack_pools_free(void) MA_HIDDEN;

@@ -86,6 +86,8 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	next->last_vp = (int)w->vp;
 	w->current = next;
 	prev->saved_errno = *w->errno_loc;
+	if (ma_unlikely(prev->canary) && !ma_stack_canary_ok(prev))
+		ma_stack_canary_failed(prev);
 
 	ma_asan_start_switch(prev->post == MA_POST_EXIT ? NULL : &prev->asan_fake_stack,
 			     next->asan_bottom, next->asan_size);

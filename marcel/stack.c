@@ -8,6 +8,7 @@
  * before it can reach any runtime data.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,50 @@ struct ma_stack {
 	struct ma_stack *next;
 	size_t size;                 /* usable size, header included */
 	unsigned vg_id;
+	int guarded;                 /* a guard page below; else part of a slab */
+	char pad[32];
+	/* Last word of the stack's area: the word just below the stack above it in a slab
+	 * (see ma_stack_canary_ok). */
+	uint64_t canary;
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct ma_stack, canary) + sizeof(uint64_t) == sizeof(struct ma_stack),
+	       "the canary must be the last word of a stack's area");
+
+#define MA_SLAB_CANARY 0x6d617263656c2121ull
+#define MA_SLAB_STACKS 64
+
+/* Guarded stacks cost two mappings each (the guard splits the area), and the kernel caps
+ * a process's mappings (vm.max_map_count, 65530 by default), which malloc and the
+ * program need too. Past a budget of a quarter of that cap, stacks come from slabs: 64
+ * stacks of a size back to back, above a guard page and a canary page (3 mappings). There an overflow
+ * runs into the top of the stack below, whose header ends with a canary word; the
+ * switch path checks it whenever a slab thread leaves its worker. That catches the
+ * overflow after the fact, but reads only a page the stack below touches anyway (the
+ * canary at a stack's own bottom would cost a page per thread). */
+static atomic_long ma_guarded_stacks;
+static long ma_guarded_budget = -1;
+
+struct ma_slab {
+	struct ma_slab *next;
+	void *map;
+	size_t len;
+};
+static struct ma_slab *ma_slabs;       /* under ma_rt.pool_lock */
+
+static long ma_stack_guard_budget(void)
+{
+	if (ma_guarded_budget < 0) {
+		long max = 65530;
+		FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+		if (f) {
+			if (fscanf(f, "%ld", &max) != 1 || max < 1024)
+				max = 65530;
+			fclose(f);
+		}
+		ma_guarded_budget = max / 4;
+	}
+	return ma_guarded_budget;
+}
 
 void *ma_stack_map(size_t size, size_t *mapped)
 {
@@ -57,20 +101,85 @@ static void *ma_stack_base(struct ma_stack *s)
 	return (char *)(s + 1) - s->size;
 }
 
+static void ma_stack_release_to_pool(struct ma_stack *s);
+
 static void ma_stack_destroy(struct ma_stack *s)
 {
-	ma_valgrind_stack_deregister(s->vg_id);
-	ma_stack_unmap(ma_stack_base(s), s->size);
+	if (s->guarded) {
+		ma_valgrind_stack_deregister(s->vg_id);
+		atomic_fetch_sub(&ma_guarded_stacks, 1);
+		ma_stack_unmap(ma_stack_base(s), s->size);
+		return;
+	}
+	/* Slab stacks stay mapped (unmapping one would split the slab); give their memory
+	 * back, all but the header page, and keep them in the shared pool. */
+	size_t keep = ((sizeof(*s) + ma_rt.page_size - 1) / ma_rt.page_size) * ma_rt.page_size;
+	madvise(ma_stack_base(s), s->size - keep, MADV_DONTNEED);
+	ma_stack_release_to_pool(s);
+}
+
+/* Maps a slab of stacks of `size` and returns one; the others go to the shared pool. */
+static struct ma_stack *ma_slab_new(size_t size)
+{
+	struct ma_slab *slab = malloc(sizeof(*slab));
+	if (!slab)
+		return NULL;
+	/* Below the stacks: a guard page (a runaway recursion ends there), then the page
+	 * whose last word is the lowest stack's canary. */
+	slab->len = 2 * ma_rt.page_size + (size_t)MA_SLAB_STACKS * size;
+	slab->map = mmap(NULL, slab->len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (slab->map == MAP_FAILED) {
+		free(slab);
+		return NULL;
+	}
+	if (mprotect(slab->map, ma_rt.page_size, PROT_NONE)) {
+		munmap(slab->map, slab->len);
+		free(slab);
+		return NULL;
+	}
+	char *first = (char *)slab->map + 2 * ma_rt.page_size;
+	((uint64_t *)first)[-1] = MA_SLAB_CANARY;
+	struct ma_stack *mine = NULL;
+	ma_spin_lock(&ma_rt.pool_lock);
+	slab->next = ma_slabs;
+	ma_slabs = slab;
+	for (unsigned i = 0; i < MA_SLAB_STACKS; i++) {
+		char *base = first + (size_t)i * size;
+		struct ma_stack *st = ma_stack_header(base, size);
+		st->size = size;
+		st->guarded = 0;
+		st->canary = MA_SLAB_CANARY;
+		st->vg_id = ma_valgrind_stack_register(base, base + size);
+		if (!mine) {
+			mine = st;
+			continue;
+		}
+		st->next = ma_rt.stacks;
+		ma_rt.stacks = st;
+		ma_rt.nb_stacks++;
+	}
+	ma_spin_unlock(&ma_rt.pool_lock);
+	return mine;
 }
 
 static struct ma_stack *ma_stack_new(size_t size)
 {
+	if (atomic_fetch_add(&ma_guarded_stacks, 1) >= ma_stack_guard_budget()) {
+		atomic_fetch_sub(&ma_guarded_stacks, 1);
+		return ma_slab_new(size);
+	}
 	size_t mapped;
 	void *base = ma_stack_map(size, &mapped);
-	if (!base)
-		return NULL;
+	if (!base) {
+		atomic_fetch_sub(&ma_guarded_stacks, 1);
+		/* Out of mappings sooner than expected: a slab needs one for 64 stacks. */
+		return errno == ENOMEM ? ma_slab_new(size) : NULL;
+	}
 	struct ma_stack *s = ma_stack_header(base, size);
 	s->size = size;
+	s->guarded = 1;
+	s->canary = MA_SLAB_CANARY;
 	s->vg_id = ma_valgrind_stack_register(base, (char *)base + size);
 	return s;
 }
@@ -114,6 +223,7 @@ int ma_stack_bind(struct ma_worker *w, struct marcel_task *t)
 	void *base = ma_stack_base(s);
 	size_t usable = s->size - sizeof(*s);
 	ma_asan_unpoison(base, usable);
+	t->canary = !s->guarded;
 	t->stack_base = base;
 	t->asan_bottom = base;
 	t->asan_size = usable;
@@ -147,11 +257,23 @@ void ma_stack_release(struct ma_worker *w, struct marcel_task *t)
 		ma_stack_destroy(s);
 }
 
+static void ma_stack_release_to_pool(struct ma_stack *s)
+{
+	ma_spin_lock(&ma_rt.pool_lock);
+	s->next = ma_rt.stacks;
+	ma_rt.stacks = s;
+	ma_rt.nb_stacks++;
+	ma_spin_unlock(&ma_rt.pool_lock);
+}
+
 static void ma_stack_list_free(struct ma_stack *s)
 {
 	while (s) {
 		struct ma_stack *n = s->next;
-		ma_stack_destroy(s);
+		if (s->guarded)
+			ma_stack_destroy(s);
+		else
+			ma_valgrind_stack_deregister(s->vg_id);
 		s = n;
 	}
 }
@@ -166,6 +288,13 @@ void ma_stack_pools_free(void)
 	ma_stack_list_free(ma_rt.stacks);
 	ma_rt.stacks = NULL;
 	ma_rt.nb_stacks = 0;
+	/* Every stack is back in a pool now: the slabs go whole. */
+	while (ma_slabs) {
+		struct ma_slab *slab = ma_slabs;
+		ma_slabs = slab->next;
+		munmap(slab->map, slab->len);
+		free(slab);
+	}
 }
 
 /* ---- overflow detection ---- */
@@ -193,6 +322,30 @@ static size_t ma_append_num(char *buf, size_t pos, size_t cap, size_t v)
 	return pos;
 }
 
+int ma_stack_canary_ok(const struct marcel_task *t)
+{
+	return ((const uint64_t *)t->stack_base)[-1] == MA_SLAB_CANARY;
+}
+
+/* The overflow message, with async-signal-safe calls only; then abort. */
+static __attribute__((noreturn)) void ma_overflow_report(const struct marcel_task *t)
+{
+	char msg[256];
+	size_t n = ma_append(msg, 0, sizeof(msg), "marcel: stack overflow in thread '");
+	n = ma_append(msg, n, sizeof(msg), t->name);
+	n = ma_append(msg, n, sizeof(msg), "' (");
+	n = ma_append_num(msg, n, sizeof(msg), t->stack_size);
+	n = ma_append(msg, n, sizeof(msg), " bytes); raise MARCEL_STACK_SIZE or marcel_attr_setstacksize\n");
+	ssize_t r = write(STDERR_FILENO, msg, n);
+	(void)r;
+	abort();
+}
+
+void ma_stack_canary_failed(struct marcel_task *t)
+{
+	ma_overflow_report(t);
+}
+
 static void ma_segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	/* A plain TLS read is fine here: no switch can happen inside the handler. */
@@ -200,19 +353,13 @@ static void ma_segv_handler(int sig, siginfo_t *si, void *uc)
 	struct marcel_task *t = w ? w->current : ma_tls_section_task;
 	char *addr = si->si_addr;
 	if (t && t->stack_base && addr < (char *)t->stack_base &&
-	    addr >= (char *)t->stack_base - ma_rt.page_size) {
-		/* Only async-signal-safe calls from here. */
-		char msg[256];
-		size_t n = ma_append(msg, 0, sizeof(msg), "marcel: stack overflow in thread '");
-		n = ma_append(msg, n, sizeof(msg), t->name);
-		n = ma_append(msg, n, sizeof(msg), "' (");
-		n = ma_append_num(msg, n, sizeof(msg), t->stack_size);
-		n = ma_append(msg, n, sizeof(msg),
-			      " bytes); raise MARCEL_STACK_SIZE or marcel_attr_setstacksize\n");
-		ssize_t r = write(STDERR_FILENO, msg, n);
-		(void)r;
-		abort();
-	}
+	    addr >= (char *)t->stack_base - ma_rt.page_size)
+		ma_overflow_report(t);
+	/* A slab thread that ran through the stacks below it to the slab's guard page (every
+	 * other page of the slab is accessible, so a fault in that range is the guard). */
+	if (t && t->canary && t->stack_base && addr < (char *)t->stack_base &&
+	    (size_t)((char *)t->stack_base - addr) <= (size_t)MA_SLAB_STACKS * t->stack_size + 2 * ma_rt.page_size)
+		ma_overflow_report(t);
 	/* Not ours: hand it to whoever handled it before us, or let it kill the process the
 	 * usual way when the faulting instruction runs again. */
 	struct sigaction *old = sig == SIGSEGV ? &ma_old_segv : &ma_old_bus;

@@ -146,6 +146,101 @@ START_TEST(test_overflow_64k)
 }
 END_TEST
 
+/* Past a budget of guarded stacks (a quarter of vm.max_map_count), stacks come from
+ * unguarded slabs: an overflow there is caught by the canary below the stack (or, for a
+ * runaway recursion, by the slab's guard page) and reported the same way. */
+static marcel_sem_t park = MARCEL_SEM_INITIALIZER(0), parked = MARCEL_SEM_INITIALIZER(0);
+
+static any_t park_body(any_t arg)
+{
+	(void)arg;
+	marcel_sem_V(&parked);
+	marcel_sem_P(&park);
+	return NULL;
+}
+
+static long guard_budget(void)
+{
+	long max = 65530;
+	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1 || max < 1024)
+			max = 65530;
+		fclose(f);
+	}
+	return max / 4;
+}
+
+static void child_overflow_slab(void)
+{
+	setenv("MARCEL_STACK_SIZE", "16k", 1);
+	child_init();
+	long n = guard_budget() + 8;
+	for (long i = 0; i < n; i++)
+		if (marcel_create(NULL, NULL, park_body, NULL))
+			_exit(93);
+	for (long i = 0; i < n; i++)
+		marcel_sem_P(&parked);
+	marcel_attr_t a;
+	if (marcel_attr_init(&a) || marcel_attr_setstacksize(&a, 64 * 1024) ||
+	    marcel_attr_setname(&a, "slab-recursor"))
+		_exit(94);
+	child_join(&a, overflow_body);
+}
+
+/* Fills whole frames down to `depth`, then yields: a bounded overflow that never faults,
+ * caught by the canary check when the thread leaves its worker. */
+static __attribute__((noinline)) int fill_then_yield(int depth)
+{
+	volatile char frame[512];
+	for (size_t i = 0; i < sizeof(frame); i++)
+		frame[i] = (char)depth;
+	if (depth == 0) {
+		marcel_yield();
+		return frame[3];
+	}
+	return fill_then_yield(depth - 1) + frame[7];
+}
+
+static any_t bounded_overflow_body(any_t arg)
+{
+	(void)arg;
+	/* About 16k + 3k of frames on a 16k stack. */
+	return I2P(fill_then_yield(36));
+}
+
+static void child_canary_slab(void)
+{
+	setenv("MARCEL_STACK_SIZE", "16k", 1);
+	child_init();
+	long n = guard_budget() + 8;
+	for (long i = 0; i < n; i++)
+		if (marcel_create(NULL, NULL, park_body, NULL))
+			_exit(93);
+	for (long i = 0; i < n; i++)
+		marcel_sem_P(&parked);
+	marcel_attr_t a;
+	if (marcel_attr_init(&a) || marcel_attr_setname(&a, "slab-filler"))
+		_exit(94);
+	child_join(&a, bounded_overflow_body);
+}
+
+START_TEST(test_canary_slab_stack)
+{
+	struct child_result res;
+	run_child(child_canary_slab, &res);
+	check_overflow_death(&res, "slab-filler", 16384);
+}
+END_TEST
+
+START_TEST(test_overflow_slab_stack)
+{
+	struct child_result res;
+	run_child(child_overflow_slab, &res);
+	check_overflow_death(&res, "slab-recursor", 65536);
+}
+END_TEST
+
 /* The default stack size comes from MARCEL_STACK_SIZE; the default name is "user". */
 static void child_overflow_default(void)
 {
@@ -314,6 +409,8 @@ END_TEST
 static void tc_overflow(TCase *tc)
 {
 	tcase_add_test(tc, test_overflow_64k);
+	tcase_add_test(tc, test_overflow_slab_stack);
+	tcase_add_test(tc, test_canary_slab_stack);
 	tcase_add_test(tc, test_overflow_default_size);
 	tcase_add_test(tc, test_overflow_renamed);
 	tcase_add_test(tc, test_other_fault);

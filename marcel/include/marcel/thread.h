@@ -49,6 +49,15 @@ void marcel_end(void);
  * Per-thread state saved across switches: the callee-saved registers, `errno`, and the
  * SSE/x87 control words (rounding, exception masks). Sticky floating-point status flags
  * are not per thread.
+ *
+ * `errno` caveat: a thread may resume on another kernel thread after any call that can
+ * block or yield (it moved to another VP, or its VP moved after a blocking section).
+ * marcel carries `errno` over, but glibc declares `__errno_location()` const, so an
+ * optimising compiler may keep the address of `errno` from before such a call and read
+ * the previous kernel thread's `errno` after it. Read `errno` right after the failing
+ * call in a function that did not touch `errno` before it (or prefer marcel's return
+ * codes, which never go through `errno`). Thread-local variables (`__thread`) are per
+ * kernel thread for the same reason.
  * @{ */
 
 /**
