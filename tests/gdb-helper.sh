@@ -103,6 +103,9 @@ check_listing() {
 	check_line spinner RUNNING "spin_until_released"
 	check_line unborn BORN "not started"
 	check_line reader RUNNING "marcel_read <- block_in_read"
+	check_line suspended BLOCKED "marcel_suspend <- stop_in_suspend"
+	printf '%s\n' "$threads" | grep -E "^[0-9]+ .* suspended " | grep -q "\[suspended\]" ||
+		failed "suspended thread not flagged [suspended]"
 	check_line main RUNNING "ma_gdb_breakpoint_here"
 	printf '%s\n' "$threads" | grep -E "^[0-9]+ .* reader " | grep -q "in-section" ||
 		failed "reader not shown in a blocking section"
@@ -119,6 +122,7 @@ check_listing() {
 	check_bt spinner spin_until_released
 	check_bt main ma_gdb_breakpoint_here
 	check_bt reader block_in_read
+	check_bt suspended stop_in_suspend
 	printf '%s\n' "$bt" | awk "/^marcel thread .*'unborn'/ { getline; print }" | grep -q "not started" ||
 		failed "unborn thread: no 'not started' note"
 	# A blocked thread's backtrace goes down to its entry and starts at frame #0.
@@ -136,10 +140,12 @@ threads=$(section threads)
 bt=$(section bt)
 check_listing
 # info marcel-threads is the same list.
-for n in sem-waiter sleeper cond-waiter joiner yielder spinner unborn reader main; do
+for n in sem-waiter sleeper cond-waiter joiner yielder spinner unborn reader suspended main; do
 	want=$(printf '%s\n' "$threads" | grep -E "^[0-9]+ .* $n( |\$)" | awk '{ print $3 }')
 	got=$(section info | grep -E "^[0-9]+ .* $n( |\$)" | awk '{ print $3 }')
-	[ -n "$got" ] && [ "$got" = "$want" ] || failed "info marcel-threads: '$n' is '$got', not '$want'"
+	if [ -z "$got" ] || [ "$got" != "$want" ]; then
+		failed "info marcel-threads: '$n' is '$got', not '$want'"
+	fi
 done
 section bt-one | grep -q "block_in_cond" || failed "marcel bt cond-waiter lacks block_in_cond"
 section bt-one | grep -q "block_in_sem" && failed "marcel bt cond-waiter shows other threads"

@@ -10,9 +10,10 @@
  *   spinner      RUNNING  in spin_until_released, alone on the last VP
  *   yielder      READY    in yield_until_released (started, then yielded to the spinner)
  *   unborn       BORN     (marcel_create_dontsched, never started)
+ *   suspended    BLOCKED  in stop_in_suspend    (marcel_suspend of itself)
  *   reader       RUNNING  in block_in_read, in a blocking section (marcel_read of an empty
  *                         pipe): its kernel thread left its VP to a spare one
- *   main         RUNNING  in main
+ *   main         RUNNING  in ma_gdb_breakpoint_here (called by main)
  *
  * Run it with at least two VPs (the test uses a synthetic 4-VP topology). Without gdb it
  * releases everything and exits 0 after a few seconds (the sleeper's nap).
@@ -77,6 +78,14 @@ __attribute__((noinline)) static any_t block_in_read(any_t arg)
 	atomic_fetch_add(&about_to_block, 1);
 	if (marcel_read(pipe_fds[0], &c, 1) != 1)
 		return (any_t)1;
+	KEEP_FRAME();
+	return arg;
+}
+
+__attribute__((noinline)) static any_t stop_in_suspend(any_t arg)
+{
+	atomic_fetch_add(&about_to_block, 1);
+	marcel_suspend(marcel_self());
 	KEEP_FRAME();
 	return arg;
 }
@@ -146,7 +155,7 @@ int main(int argc, char **argv)
 		perror("gdb-target: pipe");
 		return 1;
 	}
-	marcel_t t[7];
+	marcel_t t[8];
 	t[0] = sem_waiter = spawn("sem-waiter", block_in_sem, 0, -1);
 	t[1] = spawn("sleeper", block_in_sleep, 0, -1);
 	t[2] = spawn("cond-waiter", block_in_cond, 0, -1);
@@ -154,11 +163,12 @@ int main(int argc, char **argv)
 	t[4] = spawn("yielder", yield_until_released, 0, nvp - 1);
 	t[5] = spawn("spinner", spin_until_released, 0, nvp - 1);
 	t[6] = spawn("reader", block_in_read, 0, -1);
+	t[7] = spawn("suspended", stop_in_suspend, 0, -1);
 	marcel_t unborn = spawn("unborn", never_started, 1, -1);
 
 	/* Wait until everybody is where it should be, then give the blockers time to block
 	 * (the flag is set just before the blocking call). */
-	while (atomic_load(&about_to_block) < 5 || !atomic_load(&spinner_started))
+	while (atomic_load(&about_to_block) < 6 || !atomic_load(&spinner_started))
 		marcel_usleep(1000);
 	marcel_usleep(200 * 1000);
 
@@ -173,11 +183,12 @@ int main(int argc, char **argv)
 	marcel_mutex_unlock(&mutex);
 	if (write(pipe_fds[1], "x", 1) != 1)
 		return 1;
+	marcel_resume(t[7]);
 	marcel_wake_up_created_thread(unborn);
 	marcel_join(unborn, NULL);
 	/* t[0] is joined by the joiner. */
 	int ret = 0;
-	for (int i = 1; i < 7; i++) {
+	for (int i = 1; i < 8; i++) {
 		any_t r = NULL;
 		marcel_join(t[i], &r);
 		ret |= r != NULL;
