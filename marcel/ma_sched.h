@@ -186,6 +186,9 @@ struct ma_worker {
 	_Atomic uint64_t timer_next;      /* root's deadline, UINT64_MAX if none */
 	atomic_int disabled;              /* marcel_disable_vps */
 	struct ma_carrier *carrier;       /* the kernel thread running this VP now */
+	/* A thread woken by this VP that only this VP may run: it runs next, without a trip
+	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
+	struct marcel_task *runnext;
 	struct ma_runqueue rq;            /* the VP's own queue */
 } __attribute__((aligned(64)));
 
@@ -265,6 +268,8 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
  * NULL if none. */
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
+/* For a task just taken to run: if marcel_suspend asked, parks it and returns 1. */
+int ma_park_if_suspended(struct marcel_task *t) MA_HIDDEN;
 
 /* Lock-free peek: the queue holding the best candidate with priority <= worst_prio,
  * or NULL. Inline: it is most of find_next and of yield. */

@@ -29,8 +29,8 @@ void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 	atomic_store_explicit(&rq->bitmap,
 			      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p),
 			      memory_order_relaxed);
-	rq->nr_ready++;
-	e->ready_holder = &rq->hold;
+	__atomic_store_n(&rq->nr_ready, rq->nr_ready + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->ready_holder, &rq->hold, __ATOMIC_RELAXED);
 }
 
 void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
@@ -41,8 +41,8 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 				      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &
 					      ~(1ULL << e->queued_prio),
 				      memory_order_relaxed);
-	rq->nr_ready--;
-	e->ready_holder = NULL;
+	__atomic_store_n(&rq->nr_ready, rq->nr_ready - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
 void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
@@ -64,7 +64,7 @@ void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 /* A suspended task picked from a queue is parked instead of run (marcel_suspend).
  * Parked first, checked again after: marcel_resume clears the request first and takes
  * the parked flag after, so exactly one side requeues it. */
-static int ma_park_if_suspended(struct marcel_task *t)
+int ma_park_if_suspended(struct marcel_task *t)
 {
 	if (ma_likely(!atomic_load_explicit(&t->suspend_req, memory_order_relaxed)))
 		return 0;
@@ -81,8 +81,24 @@ static int ma_park_if_suspended(struct marcel_task *t)
 
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 {
-	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed)))
+	struct marcel_task *rn = w->runnext;
+	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed))) {
+		if (rn) {
+			/* Disabled since: its queue sends it to an enabled one. */
+			w->runnext = NULL;
+			ma_rq_enqueue(ma_rq_of_holder(rn->e.sched_holder), &rn->e);
+		}
 		return NULL;
+	}
+	if (rn) {
+		int rprio = __atomic_load_n(&rn->e.prio, __ATOMIC_RELAXED), qprio;
+		struct ma_runqueue *q = ma_peek_next(w, worst_prio, &qprio);
+		if (rprio <= worst_prio && (!q || rprio <= qprio)) {
+			w->runnext = NULL;
+			if (!ma_park_if_suspended(rn))
+				return rn;
+		}
+	}
 	for (;;) {
 		int prio;
 		struct ma_runqueue *rq = ma_peek_next(w, worst_prio, &prio);

@@ -122,6 +122,12 @@ static int ma_rd_drop(struct marcel_task *t, marcel_rwlock_t *l)
 	return EPERM;
 }
 
+/* The sequence words are read without the lock by the wait queue's check. */
+static inline void ma_seq_bump(unsigned *seq)
+{
+	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
 /* Blocks on *seq (read under the lock as `seq_seen`) after dropping the lock. */
 static int ma_rw_block(marcel_rwlock_t *l, unsigned *seq, unsigned seq_seen, uint64_t deadline)
 {
@@ -151,7 +157,7 @@ static int ma_rw_rdlock(marcel_rwlock_t *l, uint64_t deadline, int try)
 			goto out;
 		}
 		l->__rwaiting++;
-		e = ma_rw_block(l, &l->__rseq, l->__rseq, deadline);
+		e = ma_rw_block(l, &l->__rseq, __atomic_load_n(&l->__rseq, __ATOMIC_RELAXED), deadline);
 		l->__rwaiting--;
 		if (e == ETIMEDOUT && (l->__writer || l->__wwaiting))
 			goto out;
@@ -186,12 +192,12 @@ static int ma_rw_wrlock(marcel_rwlock_t *l, uint64_t deadline, int try)
 			goto out;
 		}
 		l->__wwaiting++;
-		e = ma_rw_block(l, &l->__wseq, l->__wseq, deadline);
+		e = ma_rw_block(l, &l->__wseq, __atomic_load_n(&l->__wseq, __ATOMIC_RELAXED), deadline);
 		l->__wwaiting--;
 		if (e == ETIMEDOUT && (l->__writer || l->__readers)) {
 			/* Readers held back for us may go now. */
 			if (!l->__wwaiting && !l->__writer && l->__rwaiting) {
-				l->__rseq++;
+				ma_seq_bump(&l->__rseq);
 				ma_spin_unlock(ma_rwl(l));
 				ma_fwake(&l->__rseq, ~0u);
 				return ETIMEDOUT;
@@ -267,11 +273,11 @@ int marcel_rwlock_unlock(marcel_rwlock_t *l)
 	}
 	if (!l->__writer && !l->__readers) {
 		if (l->__wwaiting) {
-			l->__wseq++;
+			ma_seq_bump(&l->__wseq);
 			wake = &l->__wseq;
 			n = 1;
 		} else if (l->__rwaiting) {
-			l->__rseq++;
+			ma_seq_bump(&l->__rseq);
 			wake = &l->__rseq;
 			n = ~0u;
 		}

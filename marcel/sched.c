@@ -185,6 +185,21 @@ void ma_waiter_wait(struct ma_waiter *wt)
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 }
 
+/* Makes a claimed task (now READY) runnable. A task that only the waker's VP may run and
+ * that last ran there goes to that VP's runnext slot: the common hand-off between
+ * threads of one VP then costs no queue lock on either side. */
+static void ma_make_ready(struct marcel_task *t)
+{
+	struct ma_runqueue *rq = ma_rq_of_holder(t->e.sched_holder);
+	struct ma_worker *w = ma_worker_self();
+	if (w && !w->runnext && rq->nb_vps == 1 && t->last_vp == (int)w->vp &&
+	    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && ma_path_index(w, rq) >= 0) {
+		w->runnext = t;
+		return;
+	}
+	ma_rq_enqueue(rq, &t->e);
+}
+
 void ma_wake_task(struct marcel_task *t)
 {
 	for (;;) {
@@ -194,7 +209,7 @@ void ma_wake_task(struct marcel_task *t)
 				return;
 		} else if (s == MA_TASK_BLOCKED) {
 			if (atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY)) {
-				ma_rq_enqueue(ma_rq_of_holder(t->e.sched_holder), &t->e);
+				ma_make_ready(t);
 				return;
 			}
 		} else {
@@ -248,8 +263,17 @@ int marcel_yield(void)
 		ma_schedule_blocked(w, cur);
 		return 0;
 	}
-	int prio;
-	struct ma_runqueue *rq = ma_peek_next(w, cur->e.prio, &prio);
+	int prio, my_prio = __atomic_load_n(&cur->e.prio, __ATOMIC_RELAXED);
+	struct marcel_task *rn = w->runnext;
+	if (rn && __atomic_load_n(&rn->e.prio, __ATOMIC_RELAXED) <= my_prio) {
+		w->runnext = NULL;
+		if (!ma_park_if_suspended(rn)) {
+			cur->post = MA_POST_REQUEUE;
+			ma_switch_to_inl(w, cur, rn);
+			return 0;
+		}
+	}
+	struct ma_runqueue *rq = ma_peek_next(w, my_prio, &prio);
 	if (!rq)
 		return 0;
 	struct ma_runqueue *home = ma_rq_of_holder(cur->e.sched_holder);
@@ -257,7 +281,7 @@ int marcel_yield(void)
 		/* Common case: swap with the head of our own queue under one lock. */
 		ma_spin_lock(&rq->hold.lock);
 		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
-		if (!bm || __builtin_ctzll(bm) > cur->e.prio) {
+		if (!bm || __builtin_ctzll(bm) > my_prio) {
 			ma_spin_unlock(&rq->hold.lock);
 			return 0;
 		}
@@ -270,7 +294,7 @@ int marcel_yield(void)
 			goto slow;
 		}
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
-		if (p == cur->e.prio) {
+		if (p == my_prio) {
 			/* Same list: rotate, the bitmap and the count do not change. */
 			ma_list_del(&e->run_node);
 			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
@@ -287,7 +311,7 @@ int marcel_yield(void)
 		return 0;
 	}
 slow:;
-	struct marcel_task *next = ma_find_next(w, cur->e.prio);
+	struct marcel_task *next = ma_find_next(w, my_prio);
 	if (!next)
 		return 0;
 	cur->post = MA_POST_REQUEUE;
@@ -305,11 +329,13 @@ int marcel_yield_to(marcel_t t)
 	struct marcel_task *cur = w->current;
 	if (t == cur)
 		return 0;
-	struct ma_holder *h = t->e.ready_holder;
+	/* Read without the lock, checked again under it. */
+	struct ma_holder *h = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED);
 	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_path_index(w, ma_rq_of_holder(h)) >= 0) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
 		ma_spin_lock(&rq->hold.lock);
-		if (t->e.ready_holder == h && atomic_load(&t->state) == MA_TASK_READY) {
+		if (__atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED) == h &&
+		    atomic_load(&t->state) == MA_TASK_READY) {
 			ma_rq_dequeue_locked(rq, &t->e);
 			ma_spin_unlock(&rq->hold.lock);
 			cur->post = MA_POST_REQUEUE;

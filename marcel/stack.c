@@ -19,7 +19,11 @@
 #include "ma_sanitizer.h"
 
 #define MA_STACK_POOL_MAX 64     /* per worker */
-#define MA_STACK_SHARED_MAX 1024 /* shared pool; beyond that, stacks are unmapped */
+/* Shared pool: the first MA_STACK_SHARED_WARM stacks keep their memory; up to
+ * MA_STACK_SHARED_MAX more keep only their mapping (their pages are given back), so a
+ * burst of threads does not pay mmap+mprotect+munmap per thread the next time. */
+#define MA_STACK_SHARED_WARM 1024
+#define MA_STACK_SHARED_MAX 65536
 #define MA_ALTSTACK_SIZE (64 * 1024)
 
 struct ma_stack {
@@ -58,7 +62,9 @@ static struct ma_slab *ma_slabs;       /* under ma_rt.pool_lock */
 
 static long ma_stack_guard_budget(void)
 {
-	if (ma_guarded_budget < 0) {
+	/* Read once per process; racing first readers compute the same value. */
+	long budget = __atomic_load_n(&ma_guarded_budget, __ATOMIC_RELAXED);
+	if (budget < 0) {
 		long max = 65530;
 		FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
 		if (f) {
@@ -66,9 +72,10 @@ static long ma_stack_guard_budget(void)
 				max = 65530;
 			fclose(f);
 		}
-		ma_guarded_budget = max / 4;
+		budget = max / 4;
+		__atomic_store_n(&ma_guarded_budget, budget, __ATOMIC_RELAXED);
 	}
-	return ma_guarded_budget;
+	return budget;
 }
 
 void *ma_stack_map(size_t size, size_t *mapped)
@@ -103,6 +110,13 @@ static void *ma_stack_base(struct ma_stack *s)
 
 static void ma_stack_release_to_pool(struct ma_stack *s);
 
+/* Gives a pooled stack's memory back to the system, all but the page of its header. */
+static void ma_stack_cool(struct ma_stack *s)
+{
+	size_t keep = ((sizeof(*s) + ma_rt.page_size - 1) / ma_rt.page_size) * ma_rt.page_size;
+	madvise(ma_stack_base(s), s->size - keep, MADV_DONTNEED);
+}
+
 static void ma_stack_destroy(struct ma_stack *s)
 {
 	if (s->guarded) {
@@ -111,10 +125,9 @@ static void ma_stack_destroy(struct ma_stack *s)
 		ma_stack_unmap(ma_stack_base(s), s->size);
 		return;
 	}
-	/* Slab stacks stay mapped (unmapping one would split the slab); give their memory
-	 * back, all but the header page, and keep them in the shared pool. */
-	size_t keep = ((sizeof(*s) + ma_rt.page_size - 1) / ma_rt.page_size) * ma_rt.page_size;
-	madvise(ma_stack_base(s), s->size - keep, MADV_DONTNEED);
+	/* Slab stacks stay mapped (unmapping one would split the slab): give their memory
+	 * back and keep them in the shared pool. */
+	ma_stack_cool(s);
 	ma_stack_release_to_pool(s);
 }
 
@@ -157,7 +170,7 @@ static struct ma_stack *ma_slab_new(size_t size)
 		}
 		st->next = ma_rt.stacks;
 		ma_rt.stacks = st;
-		ma_rt.nb_stacks++;
+		__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1, __ATOMIC_RELAXED);
 	}
 	ma_spin_unlock(&ma_rt.pool_lock);
 	return mine;
@@ -192,7 +205,7 @@ static struct ma_stack *ma_stack_take_shared(size_t size)
 		if ((*pp)->size == size) {
 			s = *pp;
 			*pp = s->next;
-			ma_rt.nb_stacks--;
+			__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks - 1, __ATOMIC_RELAXED);
 			break;
 		}
 	ma_spin_unlock(&ma_rt.pool_lock);
@@ -245,16 +258,14 @@ void ma_stack_release(struct ma_worker *w, struct marcel_task *t)
 		w->nb_stacks++;
 		return;
 	}
-	ma_spin_lock(&ma_rt.pool_lock);
-	if (ma_rt.nb_stacks < MA_STACK_SHARED_MAX) {
-		s->next = ma_rt.stacks;
-		ma_rt.stacks = s;
-		ma_rt.nb_stacks++;
-		s = NULL;
-	}
-	ma_spin_unlock(&ma_rt.pool_lock);
-	if (s)
+	unsigned pooled = __atomic_load_n(&ma_rt.nb_stacks, __ATOMIC_RELAXED);
+	if (pooled >= MA_STACK_SHARED_MAX) {
 		ma_stack_destroy(s);
+		return;
+	}
+	if (pooled >= MA_STACK_SHARED_WARM)
+		ma_stack_cool(s);
+	ma_stack_release_to_pool(s);
 }
 
 static void ma_stack_release_to_pool(struct ma_stack *s)
@@ -262,7 +273,7 @@ static void ma_stack_release_to_pool(struct ma_stack *s)
 	ma_spin_lock(&ma_rt.pool_lock);
 	s->next = ma_rt.stacks;
 	ma_rt.stacks = s;
-	ma_rt.nb_stacks++;
+	__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1, __ATOMIC_RELAXED);
 	ma_spin_unlock(&ma_rt.pool_lock);
 }
 

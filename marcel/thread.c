@@ -69,7 +69,8 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 		for (unsigned i = 0; i < n; i++) {
 			unsigned vp = (cur + i) % n;
 			struct ma_worker *o = &ma_rt.workers[vp];
-			unsigned load = o->rq.nr_ready +
+			/* An estimate read without the queue's lock. */
+			unsigned load = __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED) +
 					(atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY);
 			if (load < best_load) {
 				best_load = load;

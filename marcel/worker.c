@@ -67,7 +67,8 @@ static int ma_path_has_work(const struct ma_worker *w)
  * what has been waiting for a while (see ma_idle_wait). */
 static int ma_spin_sees_work(const struct ma_worker *w, uint64_t *shared_since)
 {
-	if (atomic_load_explicit(&w->rq.bitmap, memory_order_relaxed))
+	/* runnext: a timer this worker fired while polling woke one of its threads. */
+	if (w->runnext || atomic_load_explicit(&w->rq.bitmap, memory_order_relaxed))
 		return 1;
 	if (!ma_path_has_work(w)) {
 		*shared_since = 0;
@@ -125,7 +126,8 @@ void ma_idle_wait(struct ma_worker *w)
 		}
 	}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);
-	if (found || atomic_load(&ma_rt.stopping)) {
+	/* A timer fired by the last polling round may have filled runnext. */
+	if (found || w->runnext || atomic_load(&ma_rt.stopping)) {
 		atomic_store(&w->state, MA_WORKER_BUSY);
 		return;
 	}

@@ -180,6 +180,16 @@ START_TEST(test_env_stack_size)
 }
 END_TEST
 
+#define ACC_SPIN "from 0 (block at once) to 1000000, or 'auto'"
+
+START_TEST(test_env_spin)
+{
+	const char *bad[] = { "-1", "abc", "1000001", "", "10x", "Auto" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		expect_env_error("MARCEL_SPIN", bad[i], EINVAL, ACC_SPIN);
+}
+END_TEST
+
 static void expect_argv_error(char **argv, int argc, const char *flag, const char *value,
 			      const char *accepted)
 {
@@ -392,6 +402,25 @@ START_TEST(test_good_topology_xml)
 }
 END_TEST
 
+START_TEST(test_good_spin)
+{
+	const char *good[] = { "0", "auto", "500", "1000000" };
+	for (unsigned i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		ck_assert_uint_gt(init_with(NULL, "MARCEL_SPIN", good[i]), 0);
+		marcel_end();
+	}
+	/* The flag works too, and is removed from argv. */
+	clean_env();
+	char *argv[] = { (char *)"prog", (char *)"--marcel-spin", (char *)"7", (char *)"x", NULL };
+	int argc = 4;
+	ck_assert_int_eq(init_capture(&argc, argv), 0);
+	ck_assert_int_eq(argc, 2);
+	ck_assert_str_eq(argv[1], "x");
+	marcel_end();
+	clean_env();
+}
+END_TEST
+
 START_TEST(test_good_maxarity)
 {
 	ck_assert_uint_eq(init_with("core:8", "MARCEL_MAXARITY", "2"), 8);
@@ -432,6 +461,7 @@ int main(void)
 	tcase_add_test(tc, test_env_topology_bad_xml);
 	tcase_add_test(tc, test_env_maxarity);
 	tcase_add_test(tc, test_env_stack_size);
+	tcase_add_test(tc, test_env_spin);
 	tcase_add_test(tc, test_argv_errors);
 	tcase_add_test(tc, test_unknown_env_warns);
 	tcase_set_timeout(tc, 60);
@@ -444,6 +474,7 @@ int main(void)
 	tcase_add_test(tc, test_good_stack_size);
 	tcase_add_test(tc, test_good_topology_xml);
 	tcase_add_test(tc, test_good_maxarity);
+	tcase_add_test(tc, test_good_spin);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);

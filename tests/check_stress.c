@@ -23,7 +23,8 @@ static long scaled(long n)
 	static int valgrind = -1;
 	if (valgrind < 0)
 		valgrind = getenv("MA_TEST_VALGRIND") != NULL;
-	return valgrind ? (n / 100 > 10 ? n / 100 : 10) : n;
+	n = valgrind ? (n / 100 > 10 ? n / 100 : 10) : n;
+	return n / ma_test_scale_div() > 10 ? n / ma_test_scale_div() : 10;
 }
 
 static double now(void)

@@ -155,7 +155,8 @@ static void lock_when(marcel_mutex_t *m, const int *count, int n)
 /* Loop sizes shrink under valgrind (check-valgrind sets MA_TEST_VALGRIND). */
 static int scaled(int n)
 {
-	return getenv("MA_TEST_VALGRIND") ? (n + 9) / 10 : n;
+	long div = (getenv("MA_TEST_VALGRIND") ? 10 : 1) * ma_test_scale_div();
+	return (int)((n + div - 1) / div);
 }
 
 static void settle(void)

@@ -61,6 +61,7 @@ static long scaled(long n)
 	if (div < 0) {
 		const char *q = getenv("MA_TEST_QUICK");
 		div = getenv("MA_TEST_VALGRIND") ? 100 : (q && *q && strcmp(q, "0") != 0) ? 10 : 1;
+		div *= (int)ma_test_scale_div();
 	}
 	long v = n / div;
 	return v < 10 ? (n < 10 ? n : 10) : v;

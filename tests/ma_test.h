@@ -14,6 +14,25 @@
 
 #define MA_TEST_SYNTH32 "pack:2 numa:2 core:4 pu:2"
 
+/* Divisor of stress loop sizes: MA_TEST_SCALE when set (tests/run-all sets it for the
+ * ThreadSanitizer job, which runs 5-15 times slower), else 1. Suites apply it on top of
+ * their own valgrind scaling. */
+static inline long ma_test_scale_div(void)
+{
+	const char *s = getenv("MA_TEST_SCALE");
+	long d = s ? atol(s) : 1;
+	return d > 1 ? d : 1;
+}
+
+/* True when built with ThreadSanitizer (some tests exceed its limits). */
+#if defined(__SANITIZE_THREAD__)
+#define MA_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MA_TEST_TSAN 1
+#endif
+#endif
+
 /* Which topology the current suite runs on; set by the fixtures below. */
 static const char *ma_test_topology;
 
