@@ -111,6 +111,8 @@ struct marcel_task {
 	/* Set while the task's registers are not yet saved after it left a worker; whoever
 	 * picks it waits for this to clear before switching to it. */
 	atomic_int on_cpu;
+	/* Woken while on_cpu was still set: whoever clears on_cpu queues it (sched.c). */
+	atomic_int wake_pending;
 	atomic_int state;
 	enum ma_post post;
 	marcel_func_t func;

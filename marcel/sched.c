@@ -27,11 +27,17 @@ static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 }
 
 /* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
+static void ma_make_ready(struct marcel_task *t);
+
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
 	switch (prev->post) {
 	case MA_POST_NONE:
-		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		/* Sequentially consistent, against ma_make_ready's checks of on_cpu. */
+		atomic_store(&prev->on_cpu, 0);
+		if (ma_unlikely(atomic_load_explicit(&prev->wake_pending, memory_order_relaxed)) &&
+		    atomic_exchange(&prev->wake_pending, 0))
+			ma_rq_enqueue(ma_rq_of_holder(prev->e.sched_holder), &prev->e);
 		break;
 	case MA_POST_REQUEUE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
@@ -190,6 +196,15 @@ void ma_waiter_wait(struct ma_waiter *wt)
  * threads of one VP then costs no queue lock on either side. */
 static void ma_make_ready(struct marcel_task *t)
 {
+	/* Never queue a task whose registers are still being saved: a worker picking it
+	 * would wait for its switch, which may itself wait for a task this worker is
+	 * leaving -- two workers waiting for each other. The worker switching it out
+	 * queues it instead, once it has cleared on_cpu (ma_finish_switch). */
+	if (ma_unlikely(atomic_load(&t->on_cpu))) {
+		atomic_store(&t->wake_pending, 1);
+		if (atomic_load(&t->on_cpu) || !atomic_exchange(&t->wake_pending, 0))
+			return;
+	}
 	struct ma_runqueue *rq = ma_rq_of_holder(t->e.sched_holder);
 	struct ma_worker *w = ma_worker_self();
 	if (w && !w->runnext && rq->nb_vps == 1 && t->last_vp == (int)w->vp &&
