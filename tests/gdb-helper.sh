@@ -26,10 +26,11 @@ out=gdb-helper.out
 core_out=gdb-helper.core.out
 core=gdb-helper.core
 rm -f "$out" "$core_out" "$core"
-# Under AddressSanitizer the address space holds terabytes of shadow memory: no core then.
+# Under AddressSanitizer or ThreadSanitizer the address space holds terabytes of shadow
+# memory: no core then.
 gcore="gcore $core"
-if grep -q "__asan_init" "$target"; then
-	gcore="echo (no core file with AddressSanitizer)\n"
+if grep -q "__asan_init\|__tsan_init" "$target"; then
+	gcore="echo (no core file under a sanitizer)\n"
 fi
 # A synthetic topology with 4 VPs, so the spinner can keep one VP to itself.
 MARCEL_TOPOLOGY="pack:1 core:4 pu:1"
