@@ -644,7 +644,7 @@ def _with_task_frames(task, borrowed, fn):
 
 
 _SYSTEM_LIBS = ("libmarcel", "libc.", "libc-", "libpthread", "ld-linux", "ld64", "libhwloc",
-                "libffi", "libasan", "libubsan", "libgcc_s")
+                "libffi", "libasan", "libubsan", "libtsan", "libgcc_s")
 
 
 def _is_internal(f):
