@@ -85,7 +85,10 @@ enum ma_task_state {
 
 /* What the context we switch to does with the one we leave, once its registers are saved. */
 enum ma_post {
-	MA_POST_NONE,      /* blocked or already queued: just release on_cpu */
+	MA_POST_NONE,      /* already queued (yield's swap), or a carrier/idle context: just
+			      release on_cpu */
+	MA_POST_BLOCK,     /* blocked: release on_cpu, then queue it if a wake-up came
+			      meanwhile (wake_pending) */
 	MA_POST_REQUEUE,   /* yielded: queue it on its sched holder */
 	MA_POST_EXIT,      /* ended: recycle its stack, publish its death */
 	MA_POST_HANDOFF,   /* main going home to its own kernel thread (carrier.c) */
@@ -114,6 +117,7 @@ struct marcel_task {
 	/* Woken while on_cpu was still set: whoever clears on_cpu queues it (sched.c). */
 	atomic_int wake_pending;
 	atomic_int state;
+	atomic_int suspend_req;           /* marcel_suspend asked (read on every yield) */
 	enum ma_post post;
 	marcel_func_t func;
 	any_t arg;
@@ -129,9 +133,7 @@ struct marcel_task {
 	int last_vp;
 	char name[MARCEL_MAXNAMESIZE];
 	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
-	/* marcel_suspend: requested (any thread sets it), and whether the task is parked. */
-	atomic_int suspend_req;
-	atomic_int parked;
+	atomic_int parked;                /* parked by marcel_suspend (runqueue.c) */
 	unsigned char in_section;         /* in a blocking section (blocking.c) */
 	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
 	 * are not tracked and their misuse is not diagnosed. */
@@ -163,6 +165,12 @@ struct ma_stack;
 struct ma_worker {
 	unsigned vp;
 	struct marcel_task *current;
+	/* Read on every yield and block: kept on the first cache line. */
+	_Atomic uint64_t timer_next;      /* earliest timer deadline, UINT64_MAX if none */
+	atomic_int disabled;              /* marcel_disable_vps */
+	/* A thread woken by this VP that only this VP may run: it runs next, without a trip
+	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
+	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
@@ -185,12 +193,7 @@ struct ma_worker {
 	/* Timers of threads that slept or waited with a timeout on this worker (timer.c). */
 	ma_spinlock_t timer_lock;
 	struct ma_timer *timer_root;
-	_Atomic uint64_t timer_next;      /* root's deadline, UINT64_MAX if none */
-	atomic_int disabled;              /* marcel_disable_vps */
 	struct ma_carrier *carrier;       /* the kernel thread running this VP now */
-	/* A thread woken by this VP that only this VP may run: it runs next, without a trip
-	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
-	struct marcel_task *runnext;
 	struct ma_runqueue rq;            /* the VP's own queue */
 } __attribute__((aligned(64)));
 

@@ -33,6 +33,9 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 {
 	switch (prev->post) {
 	case MA_POST_NONE:
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+		break;
+	case MA_POST_BLOCK:
 		/* Sequentially consistent, against ma_make_ready's checks of on_cpu. */
 		atomic_store(&prev->on_cpu, 0);
 		if (ma_unlikely(atomic_load_explicit(&prev->wake_pending, memory_order_relaxed)) &&
@@ -179,7 +182,7 @@ void ma_waiter_wait(struct ma_waiter *wt)
 		int s = MA_TASK_BLOCKING;
 		if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_BLOCKED)) {
 			struct ma_worker *w = ma_worker_self();
-			self->post = MA_POST_NONE;
+			self->post = MA_POST_BLOCK;
 			ma_schedule_blocked(w, self);
 			continue;
 		}
