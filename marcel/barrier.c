@@ -6,7 +6,6 @@
  * wake-up must be exact, see marcel_barrier_wait.
  */
 #include <limits.h>
-#include <sched.h>
 #include "ma_sync.h"
 
 static inline ma_spinlock_t *ma_block(marcel_barrier_t *b)
@@ -112,8 +111,7 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 	ma_spin_unlock(ma_block(b));
 	if (mode == MARCEL_BARRIER_YIELD_MODE) {
 		while (atomic_load_explicit(ma_bgen(b), memory_order_acquire) == gen)
-			if (marcel_yield() == EPERM)
-				sched_yield();
+			ma_poll_yield();
 		return 0;
 	}
 	/* 0: woken by the last arrival; EAGAIN: the round ended before we queued. Either way

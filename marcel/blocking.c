@@ -6,6 +6,8 @@
 #include <unistd.h>
 #include "ma_sync.h"
 
+__thread struct marcel_task *ma_tls_section_task;
+
 int marcel_enter_blocking_section(void)
 {
 	struct ma_worker *w = ma_worker_self();

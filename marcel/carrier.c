@@ -68,16 +68,8 @@ static int ma_carrier_wait(struct ma_carrier *c)
 
 static void ma_carrier_init_self(struct ma_carrier *c)
 {
-	struct marcel_task *t = &c->self;
-	t->magic = MA_TASK_MAGIC;
-	t->e.type = MA_TASK_ENTITY;
-	t->e.prio = MA_IDLE_PRIO;
-	ma_list_init(&t->e.run_node);
-	t->is_idle = 1;
-	t->last_vp = -1;
-	atomic_init(&t->state, MA_TASK_RUNNING);
-	atomic_init(&t->on_cpu, 1);
-	snprintf(t->name, sizeof(t->name), "carrier");
+	ma_context_task_init(&c->self, "carrier");
+	atomic_init(&c->self.on_cpu, 1);
 }
 
 /* Runs w's scheduling context on this kernel thread until something switches back to

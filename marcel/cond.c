@@ -5,7 +5,6 @@
  * Signals may wake a later waiter than the oldest (POSIX allows it) and broadcast wakes
  * every waiter, which then compete for the mutex.
  */
-#include <sched.h>
 #include "ma_sync.h"
 
 static inline atomic_uint *ma_cseq(marcel_cond_t *c)
@@ -84,15 +83,7 @@ int marcel_cond_destroy(marcel_cond_t *c)
 {
 	if (!c)
 		return EINVAL;
-	/* Waiters already woken may still be leaving: wait for them. One still queued (or
-	 * about to queue) means the cond is in use. */
-	while (atomic_load(ma_cwaiters(c))) {
-		if (ma_fwaiters(ma_cseq(c)))
-			return EBUSY;
-		if (marcel_yield() == EPERM)
-			sched_yield();
-	}
-	return 0;
+	return ma_wait_leavers(ma_cwaiters(c), ma_cseq(c));
 }
 
 static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)

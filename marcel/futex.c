@@ -83,7 +83,6 @@ int ma_deadline_from_abs(clockid_t clk, const struct timespec *abstime, uint64_t
 }
 
 static __thread char ma_foreign_token;
-__thread struct marcel_task *ma_tls_section_task;
 
 void *ma_owner_foreign(void)
 {
@@ -238,6 +237,16 @@ int ma_fwaiters(const void *key)
 		found = ma_container_of(l, struct ma_fnode, link)->key == key;
 	ma_spin_unlock(&b->lock);
 	return found;
+}
+
+int ma_wait_leavers(atomic_uint *waiters, const void *key)
+{
+	while (atomic_load(waiters)) {
+		if (ma_fwaiters(key))
+			return EBUSY;
+		ma_poll_yield();
+	}
+	return 0;
 }
 
 /* ---- Marcel's futex API ---- */

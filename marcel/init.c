@@ -20,16 +20,11 @@ static int ma_main_affinity_saved;
 static void ma_idle_task_init(struct ma_worker *w)
 {
 	struct marcel_task *t = &w->idle;
-	memset(t, 0, sizeof(*t));
-	t->magic = MA_TASK_MAGIC;
-	t->e.type = MA_TASK_ENTITY;
-	t->e.prio = MA_IDLE_PRIO;
+	char name[MARCEL_MAXNAMESIZE];
+	snprintf(name, sizeof(name), "idle VP%u", w->vp);
+	ma_context_task_init(t, name);
 	t->e.sched_holder = &w->rq.hold;
-	ma_list_init(&t->e.run_node);
-	t->is_idle = 1;
-	atomic_init(&t->state, MA_TASK_RUNNING);
 	t->last_vp = (int)w->vp;
-	snprintf(t->name, sizeof(t->name), "idle VP%u", w->vp);
 }
 
 /* Frees whatever marcel_init built; safe on a partially built runtime. */

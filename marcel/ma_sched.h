@@ -371,6 +371,9 @@ struct marcel_task *ma_task_alloc(struct ma_worker *w) MA_HIDDEN;
 void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_task_pools_free(void) MA_HIDDEN;
 int ma_task_valid(const struct marcel_task *t) MA_HIDDEN;
+/* A scheduling context (a VP's idle loop, a carrier's own context): a task that is never
+ * queued and needs no stack binding. */
+void ma_context_task_init(struct marcel_task *t, const char *name) MA_HIDDEN;
 
 /* ---- keys.c ---- */
 /* Runs t's key destructors (t is exiting) and clears its values. */

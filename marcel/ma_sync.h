@@ -7,6 +7,7 @@
 #define MA_SYNC_H
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 #include "ma_sched.h"
@@ -126,6 +127,19 @@ void ma_spin_notify(int spinning) MA_HIDDEN;
  * then takes it back at that depth. */
 unsigned ma_mutex_release_all(marcel_mutex_t *m) MA_HIDDEN;
 void ma_mutex_reacquire(marcel_mutex_t *m, unsigned depth) MA_HIDDEN;
+
+/* One round of a polling wait: lets the VP's other threads run, or gives the processor
+ * away when the caller is not a marcel thread. */
+static inline void ma_poll_yield(void)
+{
+	if (marcel_yield() == EPERM)
+		sched_yield();
+}
+
+/* For destroying an object whose waiters are counted in *waiters and queue on key: waits
+ * for waiters already woken but still leaving; EBUSY if one is still queued (or about to
+ * queue). */
+int ma_wait_leavers(atomic_uint *waiters, const void *key) MA_HIDDEN;
 
 /* Checks the usual object arguments. */
 #define MA_CHECK_PSHARED(v) ((v) == MARCEL_PROCESS_PRIVATE ? 0 : (v) == MARCEL_PROCESS_SHARED ? ENOTSUP : EINVAL)

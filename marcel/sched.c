@@ -27,8 +27,6 @@ static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 }
 
 /* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
-static void ma_make_ready(struct marcel_task *t);
-
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
 	switch (prev->post) {

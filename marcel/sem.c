@@ -5,7 +5,6 @@
  * sequentially consistent operations on the two words, so either V sees the waiter or
  * the waiter's under-lock check sees the new unit.
  */
-#include <sched.h>
 #include "ma_sync.h"
 
 static inline atomic_int *ma_sval(marcel_sem_t *s)
@@ -68,14 +67,7 @@ int marcel_sem_destroy(marcel_sem_t *s)
 {
 	if (!s)
 		return EINVAL;
-	/* As for conds: woken waiters may still be on their way out. */
-	while (atomic_load(ma_swaiters(s))) {
-		if (ma_fwaiters(ma_sval(s)))
-			return EBUSY;
-		if (marcel_yield() == EPERM)
-			sched_yield();
-	}
-	return 0;
+	return ma_wait_leavers(ma_swaiters(s), ma_sval(s));
 }
 
 void marcel_sem_P(marcel_sem_t *s)

@@ -5,7 +5,6 @@
  * out on this very VP (it blocked or yielded inside its critical section): after a short
  * poll the waiter yields so that such a holder gets to finish.
  */
-#include <sched.h>
 #include "ma_sync.h"
 
 #define MA_SPIN_POLL 128
@@ -49,8 +48,7 @@ int marcel_spin_lock(marcel_spinlock_t *l)
 				continue;
 			}
 			polls = 0;
-			if (marcel_yield() == EPERM)
-				sched_yield();
+			ma_poll_yield();
 		}
 	}
 	__atomic_store_n(&l->__owner, self, __ATOMIC_RELAXED);

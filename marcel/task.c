@@ -3,6 +3,7 @@
  * Descriptors are never returned to the system while the runtime runs, so a stale handle
  * can still be read safely (a second join finds MA_TASK_FREE and fails with ESRCH).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ma_sched.h"
@@ -14,6 +15,19 @@ int ma_task_valid(const struct marcel_task *t)
 {
 	return t && t->magic == MA_TASK_MAGIC &&
 	       atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_FREE;
+}
+
+void ma_context_task_init(struct marcel_task *t, const char *name)
+{
+	memset(t, 0, sizeof(*t));
+	t->magic = MA_TASK_MAGIC;
+	t->e.type = MA_TASK_ENTITY;
+	t->e.prio = MA_IDLE_PRIO;
+	ma_list_init(&t->e.run_node);
+	t->is_idle = 1;
+	t->last_vp = -1;
+	atomic_init(&t->state, MA_TASK_RUNNING);
+	snprintf(t->name, sizeof(t->name), "%s", name);
 }
 
 static void ma_task_reset(struct marcel_task *t)

@@ -26,21 +26,6 @@ static int valgrind(void)
 	return getenv("MA_TEST_VALGRIND") != NULL;
 }
 
-static marcel_attr_t attr_on_vp(unsigned vp)
-{
-	marcel_attr_t a;
-	ck_assert_int_eq(marcel_attr_init(&a), 0);
-	ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(vp)), 0);
-	return a;
-}
-
-static unsigned here(void)
-{
-	int vp = marcel_current_vp();
-	ck_assert_int_ge(vp, 0);
-	return (unsigned)vp;
-}
-
 /* Creates a call from a signature (through the va_list entry point), joins it and
  * returns its status. */
 static any_t call_join(const char *sig, void (*fn)(void), void *ret, ...)
@@ -62,33 +47,6 @@ static void assert_untouched(const unsigned char *buf, size_t from, size_t size)
 {
 	for (size_t i = from; i < size; i++)
 		ck_assert_msg(buf[i] == 0xee, "byte %zu of the result buffer was written", i);
-}
-
-/* Captures what the caller writes on stderr between the two calls. */
-struct capture {
-	FILE *tmp;
-	int saved;
-};
-
-static void capture_begin(struct capture *c)
-{
-	fflush(stderr);
-	c->tmp = tmpfile();
-	ck_assert_ptr_nonnull(c->tmp);
-	c->saved = dup(STDERR_FILENO);
-	ck_assert_int_ge(c->saved, 0);
-	ck_assert_int_ge(dup2(fileno(c->tmp), STDERR_FILENO), 0);
-}
-
-static void capture_end(struct capture *c, char *buf, size_t n)
-{
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	rewind(c->tmp);
-	size_t len = fread(buf, 1, n - 1, c->tmp);
-	buf[len] = 0;
-	fclose(c->tmp);
 }
 
 /* ------------------------------------------------------------------ every letter */
@@ -632,7 +590,7 @@ START_TEST(test_args_copied)
 	memset(&copied_seen, 0, sizeof copied_seen);
 	/* Bound to the creator's VP, the thread cannot start before the creator blocks:
 	 * everything below is destroyed before the callee runs. */
-	marcel_attr_t a = attr_on_vp(here());
+	marcel_attr_t a = ma_test_attr_on_vp(ma_test_here());
 	ffi_type *pt_type = type_new(3, &ffi_type_double, &ffi_type_sint, &ffi_type_schar);
 	ffi_type **types = malloc(3 * sizeof *types);
 	types[0] = &ffi_type_sint;
@@ -781,7 +739,7 @@ START_TEST(test_attrs)
 	unsigned nb = marcel_nbvps();
 	marcel_t *ts = calloc(nb, sizeof *ts);
 	for (unsigned v = 0; v < nb; v++) {
-		marcel_attr_t a = attr_on_vp(v);
+		marcel_attr_t a = ma_test_attr_on_vp(v);
 		char name[16];
 		snprintf(name, sizeof name, "kern%u", v);
 		ck_assert_int_eq(marcel_attr_setname(&a, name), 0);
@@ -873,7 +831,7 @@ START_TEST(test_concurrent)
 	int rounds = valgrind() ? 2 : 20;
 	marcel_t *ts = calloc(nb, sizeof *ts);
 	for (unsigned v = 0; v < nb; v++) {
-		marcel_attr_t a = attr_on_vp(v);
+		marcel_attr_t a = ma_test_attr_on_vp(v);
 		ck_assert_int_eq(marcel_create_call_sig(&ts[v], &a, "i:Ii", FFI_FN(driver), NULL,
 							v, rounds), 0);
 	}
@@ -924,12 +882,12 @@ static int never(int x)
  * names it. */
 static void expect_bad_sig(const char *sig)
 {
-	struct capture c;
+	struct ma_test_capture c;
 	char out[1024];
 	marcel_t t = (marcel_t)0x1;
-	capture_begin(&c);
+	ma_test_capture_begin(&c);
 	int rc = marcel_create_call_sig(&t, NULL, sig, FFI_FN(never), NULL, 1, 2, 3);
-	capture_end(&c, out, sizeof out);
+	ma_test_capture_end(&c, out, sizeof out);
 	ck_assert_msg(rc == EINVAL, "signature \"%s\": got %d instead of EINVAL", sig, rc);
 	char quoted[128];
 	snprintf(quoted, sizeof quoted, "\"%.20s", sig);
@@ -1057,7 +1015,7 @@ START_TEST(test_kernels)
 	/* y += a x, one chunk per thread, spread over the VPs. */
 	for (int c = 0; c < chunks; c++) {
 		int lo = (int)((long)n * c / chunks), hi = (int)((long)n * (c + 1) / chunks);
-		marcel_attr_t at = attr_on_vp((unsigned)c % nb);
+		marcel_attr_t at = ma_test_attr_on_vp((unsigned)c % nb);
 		ck_assert_int_eq(marcel_create_call_sig(&ts[c], &at, "v:idpp", FFI_FN(daxpy), NULL,
 							hi - lo, a, (void *)(x + lo), (void *)(y + lo)), 0);
 	}
@@ -1072,7 +1030,7 @@ START_TEST(test_kernels)
 	/* dot(x, y): partial sums through ret, combined in chunk order. */
 	for (int c = 0; c < chunks; c++) {
 		int lo = (int)((long)n * c / chunks), hi = (int)((long)n * (c + 1) / chunks);
-		marcel_attr_t at = attr_on_vp((unsigned)(chunks - 1 - c) % nb);
+		marcel_attr_t at = ma_test_attr_on_vp((unsigned)(chunks - 1 - c) % nb);
 		ck_assert_int_eq(marcel_create_call_sig(&ts[c], &at, "d:ipp", FFI_FN(ddot), &part[c],
 							hi - lo, (void *)(x + lo), (void *)(y + lo)), 0);
 	}

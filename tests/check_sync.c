@@ -164,21 +164,6 @@ static void settle(void)
 	ck_assert_int_eq(marcel_usleep(SETTLE_US), 0);
 }
 
-static marcel_attr_t attr_on_vp(unsigned vp)
-{
-	marcel_attr_t a;
-	ck_assert_int_eq(marcel_attr_init(&a), 0);
-	ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(vp)), 0);
-	return a;
-}
-
-static unsigned here(void)
-{
-	int vp = marcel_current_vp();
-	ck_assert_int_ge(vp, 0);
-	return (unsigned)vp;
-}
-
 static marcel_t spawn(marcel_func_t f, any_t arg)
 {
 	marcel_t t;
@@ -188,7 +173,7 @@ static marcel_t spawn(marcel_func_t f, any_t arg)
 
 static marcel_t spawn_on(unsigned vp, marcel_func_t f, any_t arg)
 {
-	marcel_attr_t a = attr_on_vp(vp);
+	marcel_attr_t a = ma_test_attr_on_vp(vp);
 	marcel_t t;
 	ck_assert_int_eq(marcel_create(&t, &a, f, arg), 0);
 	return t;
@@ -2021,7 +2006,7 @@ START_TEST(test_spin_same_vp)
 	ma_test_init();
 	struct spin_same x = { .l = MARCEL_SPINLOCK_INITIALIZER };
 	ck_assert_int_eq(marcel_spin_lock(&x.l), 0);
-	marcel_t t = spawn_on(here(), spin_same_body, &x);
+	marcel_t t = spawn_on(ma_test_here(), spin_same_body, &x);
 	await_ge(&x.trying, 1, "the waiter to spin"); /* yields to it */
 	for (int i = 0; i < 10; i++)
 		marcel_yield();

@@ -21,22 +21,6 @@
 #define I2P(i) ((any_t)(intptr_t)(i))
 #define P2I(p) ((int)(intptr_t)(p))
 
-static marcel_attr_t attr_on_vp(unsigned vp)
-{
-	marcel_attr_t a;
-	ck_assert_int_eq(marcel_attr_init(&a), 0);
-	ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(vp)), 0);
-	return a;
-}
-
-static unsigned here(void)
-{
-	int vp = marcel_current_vp();
-	ck_assert_int_ge(vp, 0);
-	ck_assert_int_lt(vp, (int)marcel_nbvps());
-	return (unsigned)vp;
-}
-
 /* Runs fn in a plain kernel thread (not a marcel thread) and returns its result. */
 static void *in_pthread(void *(*fn)(void *), void *arg)
 {
@@ -45,33 +29,6 @@ static void *in_pthread(void *(*fn)(void *), void *arg)
 	ck_assert_int_eq(pthread_create(&pt, NULL, fn, arg), 0);
 	ck_assert_int_eq(pthread_join(pt, &ret), 0);
 	return ret;
-}
-
-/* Captures what the caller writes on stderr between the two calls. */
-struct capture {
-	FILE *tmp;
-	int saved;
-};
-
-static void capture_begin(struct capture *c)
-{
-	fflush(stderr);
-	c->tmp = tmpfile();
-	ck_assert_ptr_nonnull(c->tmp);
-	c->saved = dup(STDERR_FILENO);
-	ck_assert_int_ge(c->saved, 0);
-	ck_assert_int_ge(dup2(fileno(c->tmp), STDERR_FILENO), 0);
-}
-
-static void capture_end(struct capture *c, char *buf, size_t n)
-{
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	rewind(c->tmp);
-	size_t len = fread(buf, 1, n - 1, c->tmp);
-	buf[len] = 0;
-	fclose(c->tmp);
 }
 
 /* ------------------------------------------------------------------ creation / join */
@@ -173,7 +130,7 @@ START_TEST(test_dontsched)
 	ck_assert_int_eq(marcel_wake_up_created_thread(NULL), ESRCH);
 
 	/* With attributes, on a given VP. */
-	marcel_attr_t a = attr_on_vp(marcel_nbvps() - 1);
+	marcel_attr_t a = ma_test_attr_on_vp(marcel_nbvps() - 1);
 	atomic_store(&dontsched_ran, 0);
 	ck_assert_int_eq(marcel_create_dontsched(&t, &a, dontsched_body, I2P(6)), 0);
 	for (int i = 0; i < 300; i++)
@@ -483,7 +440,7 @@ START_TEST(test_two_joiners)
 	ma_test_init();
 	atomic_store(&release, 0);
 	struct second_join s = { .join_ret = -1, .detach_ret = -1 };
-	marcel_attr_t a = attr_on_vp(here());
+	marcel_attr_t a = ma_test_attr_on_vp(ma_test_here());
 	marcel_t j2;
 	any_t ret;
 	ck_assert_int_eq(marcel_create(&s.target, &a, wait_release, I2P(17)), 0);
@@ -835,7 +792,7 @@ START_TEST(test_errno_per_thread)
 	ma_test_init();
 	memset(order_log, 0, sizeof(order_log));
 	atomic_store(&order_pos, 0);
-	marcel_attr_t a = attr_on_vp(here());
+	marcel_attr_t a = ma_test_attr_on_vp(ma_test_here());
 	marcel_t ta, tb;
 	errno = 7;
 	ck_assert_int_eq(marcel_create(&ta, &a, errno_a, NULL), 0);
@@ -895,7 +852,7 @@ START_TEST(test_fpu_per_thread)
 	memset(order_log, 0, sizeof(order_log));
 	atomic_store(&order_pos, 0);
 	ck_assert_int_eq(fegetround(), FE_TONEAREST);
-	marcel_attr_t a = attr_on_vp(here());
+	marcel_attr_t a = ma_test_attr_on_vp(ma_test_here());
 	marcel_t ta, tb;
 	ck_assert_int_eq(marcel_create(&ta, &a, round_a, NULL), 0);
 	ck_assert_int_eq(marcel_create(&tb, &a, round_b, NULL), 0);
@@ -963,7 +920,7 @@ START_TEST(test_vpset_single)
 	/* Two threads per VP so that their yields really switch. */
 	for (unsigned i = 0; i < 2 * n; i++) {
 		unsigned vp = i % n;
-		marcel_attr_t a = attr_on_vp(vp);
+		marcel_attr_t a = ma_test_attr_on_vp(vp);
 		c[i] = (struct confine){ .allowed = MARCEL_VPSET_VP(vp), .rounds = 300 };
 		ck_assert_int_eq(marcel_create(&t[i], &a, confine_body, &c[i]), 0);
 	}
@@ -1037,13 +994,13 @@ START_TEST(test_sched_other)
 	enum { N = 40 };
 	struct confine c[N];
 	marcel_t t[N];
-	unsigned me = here();
-	/* No yield between here() and the creations: the creator stays on VP `me`. */
+	unsigned me = ma_test_here();
+	/* No yield between ma_test_here() and the creations: the creator stays on VP `me`. */
 	for (unsigned i = 0; i < N; i++) {
 		c[i] = (struct confine){ .allowed = MARCEL_VPSET_FULL, .rounds = 50 };
 		ck_assert_int_eq(marcel_create(&t[i], &a, confine_body, &c[i]), 0);
 	}
-	ck_assert_uint_eq(here(), me);
+	ck_assert_uint_eq(ma_test_here(), me);
 	for (unsigned i = 0; i < N; i++) {
 		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
 		ck_assert_int_ge(c[i].first_vp, 0);
@@ -1140,8 +1097,8 @@ START_TEST(test_priorities)
 	ma_test_init();
 	memset(prio_log, 0, sizeof(prio_log));
 	atomic_store(&prio_pos, 0);
-	unsigned vp = here();
-	marcel_attr_t batch = attr_on_vp(vp), def = attr_on_vp(vp);
+	unsigned vp = ma_test_here();
+	marcel_attr_t batch = ma_test_attr_on_vp(vp), def = ma_test_attr_on_vp(vp);
 	ck_assert_int_eq(marcel_attr_setprio(&batch, MA_BATCH_PRIO), 0);
 	marcel_t tb, td;
 	/* The batch one is queued first, yet must wait for the default one. */
@@ -1157,7 +1114,7 @@ START_TEST(test_priorities)
 	/* Idle priority waits for batch. */
 	memset(prio_log, 0, sizeof(prio_log));
 	atomic_store(&prio_pos, 0);
-	marcel_attr_t idle = attr_on_vp(vp);
+	marcel_attr_t idle = ma_test_attr_on_vp(vp);
 	ck_assert_int_eq(marcel_attr_setprio(&idle, MA_IDLE_PRIO), 0);
 	ck_assert_int_eq(marcel_create(&tb, &idle, prio_body, I2P('I')), 0);
 	ck_assert_int_eq(marcel_create(&td, &batch, prio_body, I2P('D')), 0);
@@ -1240,7 +1197,7 @@ START_TEST(test_yield_to)
 	struct yt y;
 	memset(&y, 0, sizeof(y));
 	y.ret_ready = y.ret_blocked = y.ret_null = y.ret_self = y.ret_dead = -1;
-	marcel_attr_t a = attr_on_vp(marcel_nbvps() - 1);
+	marcel_attr_t a = ma_test_attr_on_vp(marcel_nbvps() - 1);
 	marcel_t c;
 	ck_assert_int_eq(marcel_create(&c, &a, yt_controller, &y), 0);
 	ck_assert_int_eq(marcel_join(c, NULL), 0);
@@ -1282,7 +1239,7 @@ START_TEST(test_nbvps)
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		ck_assert_int_le((long)n, cpus);
 	}
-	ck_assert_int_eq(here(), 0); /* main starts on VP 0 */
+	ck_assert_int_eq(ma_test_here(), 0); /* main starts on VP 0 */
 	marcel_t t[64];
 	for (int i = 0; i < 64; i++)
 		ck_assert_int_eq(marcel_create(&t[i], NULL, current_vp_body, NULL), 0);
@@ -1292,7 +1249,7 @@ START_TEST(test_nbvps)
 		ck_assert_int_ge(P2I(r), 0);
 		ck_assert_int_lt(P2I(r), (int)n);
 	}
-	here();
+	ma_test_here();
 	marcel_end();
 }
 END_TEST
@@ -1438,15 +1395,15 @@ static any_t end_from_thread(any_t arg)
 START_TEST(test_end_from_thread)
 {
 	ma_test_init();
-	struct capture cap;
+	struct ma_test_capture cap;
 	char out[1024];
 	marcel_t t;
 	any_t r = NULL;
-	capture_begin(&cap);
+	ma_test_capture_begin(&cap);
 	int e = marcel_create(&t, NULL, end_from_thread, NULL);
 	if (e == 0)
 		e = marcel_join(t, &r);
-	capture_end(&cap, out, sizeof(out));
+	ma_test_capture_end(&cap, out, sizeof(out));
 	ck_assert_int_eq(e, 0);
 	ck_assert_int_eq(P2I(r), 123);
 	ck_assert_msg(strstr(out, "marcel_end") != NULL, "no error message, stderr: '%s'", out);

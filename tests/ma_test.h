@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <marcel.h>
 
 #define MA_TEST_SYNTH32 "pack:2 numa:2 core:4 pu:2"
@@ -79,6 +80,52 @@ static inline void ma_test_add_both(Suite *s, const char *name, ma_test_populate
 	snprintf(synth, sizeof(names[0]), "%s-synth32", name);
 	ma_test_add_one(s, name, ma_test_setup_real, populate, timeout);
 	ma_test_add_one(s, synth, ma_test_setup_synth32, populate, timeout);
+}
+
+/* Attributes placing a thread on VP vp alone. */
+static inline marcel_attr_t ma_test_attr_on_vp(unsigned vp)
+{
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(vp)), 0);
+	return a;
+}
+
+/* The caller's VP, checked to be a valid one. */
+static inline unsigned ma_test_here(void)
+{
+	int vp = marcel_current_vp();
+	ck_assert_int_ge(vp, 0);
+	ck_assert_int_lt(vp, (int)marcel_nbvps());
+	return (unsigned)vp;
+}
+
+/* Captures what the caller writes on stderr between begin and end. */
+struct ma_test_capture {
+	FILE *tmp;
+	int saved;
+};
+
+static inline void ma_test_capture_begin(struct ma_test_capture *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	ck_assert_ptr_nonnull(c->tmp);
+	c->saved = dup(STDERR_FILENO);
+	ck_assert_int_ge(c->saved, 0);
+	ck_assert_int_ge(dup2(fileno(c->tmp), STDERR_FILENO), 0);
+}
+
+/* Restores stderr and copies what was written (at most n - 1 bytes, NUL-terminated). */
+static inline void ma_test_capture_end(struct ma_test_capture *c, char *buf, size_t n)
+{
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	rewind(c->tmp);
+	size_t len = fread(buf, 1, n - 1, c->tmp);
+	buf[len] = 0;
+	fclose(c->tmp);
 }
 
 static inline int ma_test_run(Suite *s)
