@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ma_sync.h"
+#include "ma_bubble.h"
 #include "ma_sanitizer.h"
 
 #define MA_CARRIER_STACK_SIZE ((size_t)64 * 1024)
@@ -85,7 +85,7 @@ static struct marcel_task *ma_carrier_run_vp(struct ma_carrier *c, struct ma_wor
 			fprintf(stderr, "marcel: warning: cannot bind VP%u to PU%u: %s\n", w->vp,
 				ma_rt.topo.vps[w->vp].pu_os, strerror(e));
 	}
-	w->current = &w->idle;
+	__atomic_store_n(&w->current, &w->idle, __ATOMIC_RELAXED);
 	atomic_store_explicit(&w->idle.state, MA_TASK_RUNNING, memory_order_relaxed);
 	c->self.post = MA_POST_NONE;
 	return ma_carrier_switch(&c->self, &w->idle);
@@ -98,7 +98,7 @@ static struct marcel_task *ma_carrier_run_task(struct ma_carrier *c, struct marc
 	ma_tls_worker = w;
 	w->errno_loc = &errno;
 	w->carrier = c;
-	w->current = t;
+	__atomic_store_n(&w->current, t, __ATOMIC_RELAXED);
 	t->last_vp = (int)w->vp;
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
 	c->self.post = MA_POST_NONE;
@@ -113,7 +113,7 @@ static void ma_carrier_finish(struct marcel_task *from)
 		/* A thread leaving a blocking section: it may run anywhere it is allowed. */
 		atomic_store_explicit(&from->on_cpu, 0, memory_order_release);
 		atomic_store_explicit(&from->state, MA_TASK_READY, memory_order_relaxed);
-		ma_rq_enqueue(ma_rq_of_holder(from->e.sched_holder), &from->e);
+		ma_entity_enqueue(&from->e);
 		return;
 	}
 	atomic_store_explicit(&from->on_cpu, 0, memory_order_release);

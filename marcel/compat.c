@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "ma_sync.h"
+#include "ma_bubble.h"
 
 /* ---- output: stdio already locks each stream per call ---- */
 
@@ -105,7 +105,7 @@ int marcel_resume(marcel_t t)
 	ma_fwake(&t->suspend_req, ~0u);
 	if (atomic_exchange(&t->parked, 0)) {
 		atomic_store(&t->state, MA_TASK_READY);
-		ma_rq_enqueue(ma_rq_of_holder(t->e.sched_holder), &t->e);
+		ma_entity_enqueue(&t->e);
 	}
 	return 0;
 }

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ma_sched.h"
+#include "ma_strategy.h"
 #include "ma_sanitizer.h"
+#include "ma_trace.h"
 
 #define MA_IDLE_SPIN_US 50
 
@@ -162,16 +163,38 @@ int marcel_init(int *argc, char **argv)
 		ma_rt.spin_limit = (unsigned)ma_rt.opt.spin;
 	else
 		ma_rt.spin_limit = ma_rt.nb_vps > 1 && !ma_rt.topo.fake ? 100 : 0;
+	/* Before anything runs, so that the trace sees the whole run; it has printed why. */
+	if ((e = ma_trace_start())) {
+		ma_topo_free(&ma_rt.topo);
+		memset(&ma_rt, 0, sizeof(ma_rt));
+		return e;
+	}
 
 	if ((e = ma_build_queues()) || (e = ma_setup_main()) || (e = ma_overflow_handler_install())) {
 		fprintf(stderr, "marcel: cannot start the runtime: %s\n", strerror(e));
 		ma_runtime_free();
+		ma_trace_stop();
+		return e;
+	}
+	/* main runs from here on without a switch: its slice on VP0 starts now. */
+	MA_TRACE(MA_TR_THREAD_RUN, ma_rt.main_task->id, 0, ma_rt.main_task->name);
+	ma_stats_start();
+	ma_bubbles_start();
+	/* Prints why on failure (an unknown MARCEL_BUBBLE_SCHEDULER lists the valid ones). */
+	if ((e = ma_strategies_start())) {
+		ma_bubbles_stop();
+		ma_overflow_handler_remove();
+		ma_runtime_free();
+		ma_trace_stop();
 		return e;
 	}
 	ma_rt.running = 1;
 	if ((e = ma_carriers_start())) {
+		ma_strategies_stop();
+		ma_bubbles_stop();
 		ma_overflow_handler_remove();
 		ma_runtime_free();
+		ma_trace_stop();
 		return e;
 	}
 	return 0;
@@ -200,15 +223,18 @@ static void ma_wake_unwoken(void)
 	ma_spin_lock(&ma_rt.pool_lock);
 	for (unsigned c = 0; c < ma_rt.nb_task_chunks; c++) {
 		struct marcel_task *chunk = ma_rt.task_chunks[c];
-		for (unsigned i = 0; i < 64; i++)
-			if (atomic_load(&chunk[i].state) == MA_TASK_BORN &&
-			    marcel_wake_up_created_thread(&chunk[i]) == 0)
+		for (unsigned i = 0; i < 64; i++) {
+			struct marcel_task *t = &chunk[i];
+			struct ma_bubble *b;
+			if (atomic_load(&t->state) == MA_TASK_BORN && (b = ma_entity_parent(&t->e)) &&
+			    ma_bubble_start_task(b, t, NULL, 1) == 0)
 				n++;
+		}
 	}
 	ma_spin_unlock(&ma_rt.pool_lock);
 	if (n)
-		fprintf(stderr, "marcel: marcel_end: %u thread(s) created with marcel_create_dontsched were "
-				"never woken; running them now\n", n);
+		fprintf(stderr, "marcel: marcel_end: %u thread(s) were never started (created with "
+				"marcel_create_dontsched, or in bubbles never woken); running them now\n", n);
 }
 
 void marcel_end(void)
@@ -231,6 +257,7 @@ void marcel_end(void)
 		marcel_usleep(20);
 	}
 
+	ma_strategies_stop();
 	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
 	m->e.sched_holder = &ma_rt.workers[0].rq.hold;
 	while ((w = ma_worker_self()) != &ma_rt.workers[0]) {
@@ -247,6 +274,9 @@ void marcel_end(void)
 	}
 
 	ma_carriers_stop();
+	ma_bubbles_stop();
 	ma_overflow_handler_remove();
 	ma_runtime_free();
+	/* Last: every worker has stopped, so every per-VP buffer is final. */
+	ma_trace_stop();
 }

@@ -42,7 +42,13 @@ struct ma_entity {
 					     Written under that holder's lock. */
 	struct ma_list run_node;          /* link in ready_holder's priority list */
 	int queued_prio;                  /* the list run_node is in (prio may change meanwhile) */
-	int sched_level;
+	int sched_level;                  /* a marcel_level_kind, 0: the strategy decides */
+	/* Membership of natural_holder (bubbles/): under that bubble's lock. */
+	struct ma_list member_node;
+	unsigned char explicit_member;    /* inserted by the application (not an implicit bubble) */
+	long long load_hint;              /* MARCEL_STATS_LOAD; < 0: unset */
+	_Atomic unsigned long long cpu_cycles; /* consumed (threads; bubbles: unused) */
+	int last_level;                   /* item id of the queue it was last taken from, -1 */
 };
 
 /* ---- run queues ---- */
@@ -57,6 +63,9 @@ struct ma_runqueue {
 	 * whether someone must be woken (see worker.c for the protocol). */
 	atomic_int nr_spinning;
 	atomic_int nr_sleeping;
+	/* Bubbles a strategy decided to move here and has not placed yet: counted as load by
+	 * the next decisions (strategies/common.c). */
+	atomic_int nr_incoming;
 	struct ma_runqueue *father;
 	const struct ma_level *level;     /* topology item; for a VP's queue, the VP's leaf */
 	int vp;                           /* VP number for a VP's own queue, else -1 */
@@ -107,6 +116,7 @@ struct ma_waiter;
 struct ma_timer;
 struct ma_specific;
 struct ma_carrier;
+struct ma_bubble;
 
 struct marcel_task {
 	struct ma_entity e;               /* first: a task is an entity */
@@ -135,6 +145,16 @@ struct marcel_task {
 	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
 	atomic_int parked;                /* parked by marcel_suspend (runqueue.c) */
 	unsigned char in_section;         /* in a blocking section (blocking.c) */
+	uint64_t id;                      /* unique for the process's lifetime (trace, snapshot) */
+	/* marcel_thread_preemption_disable nesting; written by the thread itself, read by the
+	 * preemption handler on the same kernel thread. */
+	atomic_int preempt_off;
+	/* Its bubble is being regenerated: at the next preemption point the thread leaves its
+	 * worker even if nothing else is ready (ma_yield_preempted). */
+	atomic_int leave_req;
+	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
+	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
+	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
 	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
 	 * are not tracked and their misuse is not diagnosed. */
 	struct { void *lock; unsigned count; } rd_held[4];
@@ -172,6 +192,7 @@ struct ma_worker {
 	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
+	uint64_t run_start;               /* ma_cycles() when current started running */
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -207,7 +228,12 @@ struct ma_options {
 	unsigned maxarity;
 	size_t stack_size;
 	long spin;                        /* MARCEL_SPIN; -1: automatic */
+	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
+	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
+	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
 	char topology_buf[4096];
+	char bubble_sched_buf[64];
+	char trace_buf[4096];
 };
 
 struct ma_runtime {
@@ -223,6 +249,7 @@ struct ma_runtime {
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
 	unsigned spin_limit;              /* rounds a waiter polls before blocking */
 	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */
+	_Atomic uint64_t next_id;         /* thread and bubble ids */
 	atomic_int stopping;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
@@ -266,8 +293,11 @@ static inline int ma_path_index(const struct ma_worker *w, const struct ma_runqu
 /* ---- runqueue.c ---- */
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father) MA_HIDDEN;
-/* Queues a ready entity on rq and wakes an idle worker that can see it if needed. */
-void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+/* Queues ready entity e on its sched holder (a run queue or a closed bubble) and wakes
+ * an idle worker that can see it if needed (bubbles/holder.c). */
+void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
+/* Queues e on rq if rq is still e's sched holder (checked under the lock): 0 if not. */
+int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
@@ -299,6 +329,9 @@ static inline struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int wo
 }
 
 /* ---- sched.c ---- */
+/* Called by the preemption trampoline in the interrupted thread's own context: requeues
+ * the thread (forcibly if leave_req is set), as marcel_yield. */
+void ma_yield_preempted(void) MA_HIDDEN;
 void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next) MA_HIDDEN;
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev) MA_HIDDEN;
 void ma_task_entry(void *prev, void *task) MA_HIDDEN;
@@ -337,6 +370,14 @@ struct ma_carrier *ma_carrier_self(void) MA_HIDDEN;
 struct marcel_task *ma_carrier_context(struct ma_carrier *c) MA_HIDDEN;
 /* Whether the caller runs on the process's main kernel thread. */
 int ma_carrier_main_home(void) MA_HIDDEN;
+
+/* ---- bubbles/regen.c ---- */
+/* Set when a bubble's regeneration is due; drained at scheduling points. */
+extern atomic_int ma_bubble_work_pending MA_HIDDEN;
+void ma_bubble_work(void) MA_HIDDEN;
+/* An idle worker asks the bubble strategy for work (strategies/registry.c): 1 if it made
+ * some visible to w. */
+int ma_strategy_vp_idle(struct ma_worker *w) MA_HIDDEN;
 
 /* ---- worker.c ---- */
 void ma_worker_kick(struct ma_worker *w) MA_HIDDEN;

@@ -115,6 +115,37 @@ static int ma_opt_spin(struct ma_options *o, const char *v, const char **accepte
 	return 0;
 }
 
+static int ma_opt_bubble_sched(struct ma_options *o, const char *v, const char **accepted)
+{
+	/* The name is checked against the registered strategies at init, which lists them. */
+	*accepted = "a bubble scheduler name (MARCEL_BUBBLE_SCHEDULER=list prints them)";
+	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf))
+		return -1;
+	strcpy(o->bubble_sched_buf, v);
+	o->bubble_sched = o->bubble_sched_buf;
+	return 0;
+}
+
+static int ma_opt_timeslice(struct ma_options *o, const char *v, const char **accepted)
+{
+	unsigned long long x;
+	*accepted = "a time slice in microseconds, 0 (cooperative) or from 10 to 10000000";
+	if (ma_parse_uint(v, 0, 10000000, &x) || (x && x < 10))
+		return -1;
+	o->timeslice_us = (unsigned)x;
+	return 0;
+}
+
+static int ma_opt_trace(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "the path of the trace file to write";
+	if (!*v || strlen(v) >= sizeof(o->trace_buf))
+		return -1;
+	strcpy(o->trace_buf, v);
+	o->trace = o->trace_buf;
+	return 0;
+}
+
 static const struct {
 	const char *env;
 	const char *flag;
@@ -126,13 +157,16 @@ static const struct {
 	{ "MARCEL_MAXARITY", "--marcel-maxarity", ma_opt_maxarity },
 	{ "MARCEL_STACK_SIZE", "--marcel-stack-size", ma_opt_stack_size },
 	{ "MARCEL_SPIN", "--marcel-spin", ma_opt_spin },
+	{ "MARCEL_BUBBLE_SCHEDULER", "--marcel-bubble-scheduler", ma_opt_bubble_sched },
+	{ "MARCEL_TIMESLICE", "--marcel-timeslice", ma_opt_timeslice },
+	{ "MARCEL_TRACE", "--marcel-trace", ma_opt_trace },
 };
 #define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
 
 /* Documented knobs that later parts of the runtime will read; say so rather than
  * silently ignoring them. */
 static const char *const ma_future_env[] = {
-	"MARCEL_BUBBLE_SCHEDULER", "MARCEL_TIMESLICE", "MARCEL_HWPRIO", "MARCEL_TRACE",
+	"MARCEL_HWPRIO",
 };
 
 static void ma_check_unknown_env(void)
@@ -193,6 +227,12 @@ int ma_options_parse(struct ma_options *o, int *argc, char **argv)
 			a++;
 			continue;
 		}
+		if (!strcmp(arg, "--marcel-list-schedulers")) {
+			strcpy(o->bubble_sched_buf, "list");
+			o->bubble_sched = o->bubble_sched_buf;
+			ma_remove_args(argc, argv, a, 1);
+			continue;
+		}
 		size_t i, nlen = strcspn(arg, "=");
 		for (i = 0; i < MA_NB_OPTS; i++)
 			if (strlen(ma_opts[i].flag) == nlen && !strncmp(arg, ma_opts[i].flag, nlen))
@@ -201,7 +241,7 @@ int ma_options_parse(struct ma_options *o, int *argc, char **argv)
 			fprintf(stderr, "marcel: unknown argument %s (accepted:", arg);
 			for (size_t k = 0; k < MA_NB_OPTS; k++)
 				fprintf(stderr, " %s", ma_opts[k].flag);
-			fprintf(stderr, ")\n");
+			fprintf(stderr, " --marcel-list-schedulers)\n");
 			return EINVAL;
 		}
 		const char *v;

@@ -1,6 +1,6 @@
 /* Run queues: per-priority FIFOs with a bitmap, and find_next over a worker's path. */
 #include <string.h>
-#include "ma_sched.h"
+#include "ma_bubble.h"
 
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father)
@@ -45,20 +45,27 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
-void ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
+int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 {
+	struct ma_runqueue *q = rq;
 	/* A disabled VP runs nothing: its queue's work goes to the nearest shared queue. */
 	if (ma_unlikely(rq->vp >= 0 && atomic_load_explicit(&ma_rt.workers[rq->vp].disabled, memory_order_relaxed)))
-		rq = rq->father;
-	ma_spin_lock(&rq->hold.lock);
-	ma_rq_enqueue_locked(rq, e);
+		q = rq->father;
+	ma_spin_lock(&q->hold.lock);
+	/* A strategy may have moved it since the caller read its holder (bubbles/). */
+	if (ma_unlikely(__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+		ma_spin_unlock(&q->hold.lock);
+		return 0;
+	}
+	ma_rq_enqueue_locked(q, e);
 	/* Read under the lock: an idle worker bumps these before it checks our bitmap under
 	 * the same lock, so either it sees the entity or we see it (worker.c). */
-	int spinning = atomic_load_explicit(&rq->nr_spinning, memory_order_relaxed);
-	int sleeping = atomic_load_explicit(&rq->nr_sleeping, memory_order_relaxed);
-	ma_spin_unlock(&rq->hold.lock);
+	int spinning = atomic_load_explicit(&q->nr_spinning, memory_order_relaxed);
+	int sleeping = atomic_load_explicit(&q->nr_sleeping, memory_order_relaxed);
+	ma_spin_unlock(&q->hold.lock);
 	if (!spinning && sleeping)
-		ma_wake_idle_worker(rq);
+		ma_wake_idle_worker(q);
+	return 1;
 }
 
 /* A suspended task picked from a queue is parked instead of run (marcel_suspend).
@@ -86,7 +93,7 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 		if (rn) {
 			/* Disabled since: its queue sends it to an enabled one. */
 			w->runnext = NULL;
-			ma_rq_enqueue(ma_rq_of_holder(rn->e.sched_holder), &rn->e);
+			ma_entity_enqueue(&rn->e);
 		}
 		return NULL;
 	}
@@ -109,7 +116,15 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 		if (bm && __builtin_ctzll(bm) <= worst_prio) {
 			struct ma_list *l = &rq->queue[__builtin_ctzll(bm)];
 			struct ma_entity *e = ma_container_of(l->next, struct ma_entity, run_node);
+			if (ma_unlikely(e->type == MA_BUBBLE_ENTITY)) {
+				/* The strategy decides; the thread comes from the bubble's cache. */
+				struct marcel_task *t = ma_bubble_picked(w, rq, ma_bubble_of_entity(e));
+				if (t && !ma_park_if_suspended(t))
+					return t;
+				continue;
+			}
 			ma_rq_dequeue_locked(rq, e);
+			e->last_level = (int)rq->level->id;
 			/* An enqueue skips the wake-up when a worker spins, but that worker takes
 			 * one entity: whoever takes one from a shared queue that still holds work,
 			 * with nobody spinning, wakes the next sleeper, so wake-ups chain. */
@@ -119,8 +134,6 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 			ma_spin_unlock(&rq->hold.lock);
 			if (more)
 				ma_wake_idle_worker(rq);
-			/* Only threads are queued until bubbles arrive; their strategy hook will
-			 * decide here what picking a bubble means. */
 			struct marcel_task *t = ma_container_of(e, struct marcel_task, e);
 			if (ma_unlikely(ma_park_if_suspended(t)))
 				continue;

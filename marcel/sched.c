@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "ma_sync.h"
+#include "ma_bubble.h"
 #include "ma_sanitizer.h"
+#include "ma_trace.h"
 
 /* The exited task's stack is free now; its death was published before the switch. */
 static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
@@ -29,6 +30,9 @@ static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 /* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
+	/* Its bubble is closing and waits for it (regeneration): it is back once queued in
+	 * the bubble or blocked, i.e. after what follows. */
+	int back = ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0);
 	switch (prev->post) {
 	case MA_POST_NONE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
@@ -38,12 +42,12 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		atomic_store(&prev->on_cpu, 0);
 		if (ma_unlikely(atomic_load_explicit(&prev->wake_pending, memory_order_relaxed)) &&
 		    atomic_exchange(&prev->wake_pending, 0))
-			ma_rq_enqueue(ma_rq_of_holder(prev->e.sched_holder), &prev->e);
+			ma_entity_enqueue(&prev->e);
 		break;
 	case MA_POST_REQUEUE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
 		atomic_store_explicit(&prev->state, MA_TASK_READY, memory_order_relaxed);
-		ma_rq_enqueue(ma_rq_of_holder(prev->e.sched_holder), &prev->e);
+		ma_entity_enqueue(&prev->e);
 		break;
 	case MA_POST_EXIT:
 		ma_release_exited(w, prev);
@@ -52,6 +56,8 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		/* Only ever finished by a carrier (carrier.c). */
 		abort();
 	}
+	if (back)
+		ma_task_back(prev);
 }
 
 /* Work common to every context resuming after a switch (or starting). */
@@ -76,7 +82,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		if (ma_stack_bind(w, next)) {
 			/* Out of memory for a stack: leave it queued for later and let the worker
 			 * do something else; nothing is lost. */
-			ma_rq_enqueue(ma_rq_of_holder(next->e.sched_holder), &next->e);
+			ma_entity_enqueue(&next->e);
 			if (prev == &w->idle) {
 				usleep(1000);
 				return;
@@ -90,8 +96,20 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		ma_spin_backoff(&rounds);
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
-	next->last_vp = (int)w->vp;
-	w->current = next;
+	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
+	/* CPU time: one cycle-counter read per switch, charged to the thread leaving. */
+	uint64_t now = ma_cycles();
+	atomic_store_explicit(&prev->e.cpu_cycles,
+			      atomic_load_explicit(&prev->e.cpu_cycles, memory_order_relaxed) + (now - w->run_start),
+			      memory_order_relaxed);
+	w->run_start = now;
+	if (ma_unlikely(ma_tracing())) {
+		if (!prev->is_idle)
+			ma_trace_emit(MA_TR_THREAD_STOP, prev->id, 0, prev->name);
+		if (!next->is_idle)
+			ma_trace_emit(MA_TR_THREAD_RUN, next->id, 0, next->name);
+	}
 	prev->saved_errno = *w->errno_loc;
 	if (ma_unlikely(prev->canary) && !ma_stack_canary_ok(prev))
 		ma_stack_canary_failed(prev);
@@ -206,14 +224,17 @@ static void ma_make_ready(struct marcel_task *t)
 		if (atomic_load(&t->on_cpu) || !atomic_exchange(&t->wake_pending, 0))
 			return;
 	}
-	struct ma_runqueue *rq = ma_rq_of_holder(t->e.sched_holder);
+	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
 	struct ma_worker *w = ma_worker_self();
-	if (w && !w->runnext && rq->nb_vps == 1 && t->last_vp == (int)w->vp &&
-	    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && ma_path_index(w, rq) >= 0) {
-		w->runnext = t;
-		return;
+	if (w && !w->runnext && h->type == MA_RUNQUEUE_HOLDER) {
+		struct ma_runqueue *rq = ma_rq_of_holder(h);
+		if (rq->nb_vps == 1 && t->last_vp == (int)w->vp &&
+		    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && ma_path_index(w, rq) >= 0) {
+			w->runnext = t;
+			return;
+		}
 	}
-	ma_rq_enqueue(rq, &t->e);
+	ma_entity_enqueue(&t->e);
 }
 
 void ma_wake_task(struct marcel_task *t)
@@ -239,7 +260,9 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 	struct marcel_task *t = wt->task;
 	/* Only take over a waiter that last ran here: pulling it from another worker would
 	 * trade its cache for a queue round trip. */
-	if (!t || t->last_vp != (int)w->vp || ma_path_index(w, ma_rq_of_holder(t->e.sched_holder)) < 0) {
+	struct ma_holder *h = t ? __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
+	if (!t || t->last_vp != (int)w->vp || h->type != MA_RUNQUEUE_HOLDER ||
+	    ma_path_index(w, ma_rq_of_holder(h)) < 0) {
 		ma_waiter_wake(wt);
 		return NULL;
 	}
@@ -273,8 +296,10 @@ int marcel_yield(void)
 	struct marcel_task *cur = w->current;
 	ma_timers_poll(w);
 	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
-			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed))) {
-		/* Leave this VP (disabled) or stop (suspended): requeued, it is moved or parked. */
+			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed) ||
+			atomic_load_explicit(&cur->leave_req, memory_order_relaxed))) {
+		/* Leave this VP (disabled), stop (suspended) or go back to a closing bubble:
+		 * requeued, it is moved, parked or cached. */
 		cur->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, cur);
 		return 0;
@@ -292,20 +317,25 @@ int marcel_yield(void)
 	struct ma_runqueue *rq = ma_peek_next(w, my_prio, &prio);
 	if (!rq)
 		return 0;
-	struct ma_runqueue *home = ma_rq_of_holder(cur->e.sched_holder);
-	if (rq == home) {
+	if (&rq->hold == __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED)) {
 		/* Common case: swap with the head of our own queue under one lock. */
 		ma_spin_lock(&rq->hold.lock);
 		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
+		if (ma_unlikely(__atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+			/* A strategy moved us meanwhile. */
+			ma_spin_unlock(&rq->hold.lock);
+			goto slow;
+		}
 		if (!bm || __builtin_ctzll(bm) > my_prio) {
 			ma_spin_unlock(&rq->hold.lock);
 			return 0;
 		}
 		int p = __builtin_ctzll(bm);
 		struct ma_entity *e = ma_container_of(rq->queue[p].next, struct ma_entity, run_node);
-		if (ma_unlikely(atomic_load_explicit(&ma_container_of(e, struct marcel_task, e)->suspend_req,
+		if (ma_unlikely(e->type == MA_BUBBLE_ENTITY ||
+				atomic_load_explicit(&ma_container_of(e, struct marcel_task, e)->suspend_req,
 						     memory_order_relaxed))) {
-			/* find_next parks it. */
+			/* find_next parks it, or asks the strategy about the bubble. */
 			ma_spin_unlock(&rq->hold.lock);
 			goto slow;
 		}
@@ -333,6 +363,19 @@ slow:;
 	cur->post = MA_POST_REQUEUE;
 	ma_switch_to_inl(w, cur, next);
 	return 0;
+}
+
+void ma_yield_preempted(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	struct marcel_task *cur = w->current;
+	if (atomic_load_explicit(&cur->leave_req, memory_order_relaxed)) {
+		/* Counted back by ma_finish_switch once it is cached in its bubble. */
+		cur->post = MA_POST_REQUEUE;
+		ma_schedule_blocked(w, cur);
+		return;
+	}
+	marcel_yield();
 }
 
 int marcel_yield_to(marcel_t t)
@@ -382,6 +425,8 @@ void marcel_exit(any_t retval)
 	/* Destructors run as the thread itself: they may use any marcel call. */
 	if (cur->specific)
 		ma_keys_exit(cur);
+	ma_bubble_task_exit(cur);
+	MA_TRACE(MA_TR_THREAD_END, cur->id, 0, cur->name);
 	w = ma_worker_self();
 	atomic_store_explicit(&cur->state, MA_TASK_DEAD, memory_order_relaxed);
 	/* Publish the death now, so a blocked joiner can take over this worker directly;
@@ -414,6 +459,9 @@ void ma_idle_loop(void *from, void *arg)
 		}
 		if (atomic_load_explicit(&ma_rt.stopping, memory_order_acquire) && w->vp != 0)
 			return;
+		/* Stealing strategies look for work for this VP here. */
+		if (ma_strategy_vp_idle(w))
+			continue;
 		ma_idle_wait(w);
 	}
 }

@@ -1,7 +1,8 @@
 /* The thread API: creation and placement, join/detach, names, identity. */
 #include <errno.h>
 #include <string.h>
-#include "ma_sched.h"
+#include "ma_bubble.h"
+#include "ma_trace.h"
 
 static struct ma_runqueue *ma_vp_rq(unsigned vp)
 {
@@ -93,22 +94,31 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		return EINVAL;
 	if (attr && attr->magic != MA_ATTR_MAGIC)
 		return EINVAL;
+	if (attr && attr->natural_bubble && !ma_bubble_get(attr->natural_bubble))
+		return EINVAL;
 	struct ma_worker *w = ma_worker_self();
-	struct ma_runqueue *rq;
-	if (!attr)
-		rq = &ma_rt.rqs[0];
-	else if (attr->has_vpset) {
+	/* The thread's own placement, if its attributes ask for one; otherwise its bubble's. */
+	struct ma_runqueue *rq = NULL;
+	if (attr && attr->has_vpset) {
 		rq = ma_rq_for_vpset(attr);
 		if (!rq)
 			return EINVAL;
-	} else
+	} else if (attr && attr->schedpolicy != MARCEL_SCHED_SHARED)
 		rq = ma_rq_for_policy(w, attr->schedpolicy);
 
 	struct marcel_task *t = ma_task_alloc(w);
 	if (ma_unlikely(!t))
 		return EAGAIN;
+	t->id = atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1;
 	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
-	t->e.sched_holder = &rq->hold;
+	t->e.sched_holder = &(rq ? rq : &ma_rt.rqs[0])->hold;
+	t->e.sched_level = 0;
+	t->e.load_hint = -1;
+	t->e.last_level = -1;
+	atomic_store_explicit(&t->e.cpu_cycles, 0, memory_order_relaxed);
+	t->pinned = attr && attr->has_vpset;
+	t->children_bubble = NULL;
+	t->last_vp = -1;
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;
@@ -129,12 +139,12 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		atomic_fetch_add(&ma_rt.foreign_created, 1);
 	if (pid)
 		*pid = t;
-	if (dontsched) {
-		atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
-		return 0;
-	}
-	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
-	ma_rq_enqueue(rq, &t->e);
+	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
+	struct ma_bubble *b;
+	ma_bubble_adopt_new(t, attr, &b);
+	MA_TRACE(MA_TR_THREAD_NEW, t->id, 0, t->name);
+	if (!dontsched)
+		ma_bubble_start_task(b, t, rq, 0);
 	return 0;
 }
 
@@ -152,11 +162,10 @@ int marcel_wake_up_created_thread(marcel_t t)
 {
 	if (!ma_task_valid(t))
 		return ESRCH;
-	int s = MA_TASK_BORN;
-	if (!t->dontsched || !atomic_compare_exchange_strong(&t->state, &s, MA_TASK_READY))
+	if (!t->dontsched)
 		return EINVAL;
-	ma_rq_enqueue(ma_rq_of_holder(t->e.sched_holder), &t->e);
-	return 0;
+	struct ma_bubble *b = ma_entity_parent(&t->e);
+	return b ? ma_bubble_start_task(b, t, NULL, 1) : EINVAL;
 }
 
 /* An ended thread's worker may still be switching away from it: wait before recycling. */

@@ -122,6 +122,10 @@ void ma_timers_run(struct ma_worker *w, uint64_t now)
 	ma_spin_lock(&w->timer_lock);
 	ma_timers_fire(w, now);
 	ma_spin_unlock(&w->timer_lock);
+	/* Bubble regeneration cannot run in a callback (it takes holder locks): its timers
+	 * leave the work for here. */
+	if (ma_unlikely(atomic_load_explicit(&ma_bubble_work_pending, memory_order_relaxed)))
+		ma_bubble_work();
 }
 
 void ma_timers_steal(uint64_t now)
@@ -136,4 +140,6 @@ void ma_timers_steal(uint64_t now)
 		ma_timers_fire(w, now);
 		ma_spin_unlock(&w->timer_lock);
 	}
+	if (ma_unlikely(atomic_load_explicit(&ma_bubble_work_pending, memory_order_relaxed)))
+		ma_bubble_work();
 }

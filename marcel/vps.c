@@ -1,7 +1,7 @@
 /*
  * Moving the calling thread onto a VP set, and switching VPs off and on.
  */
-#include "ma_sync.h"
+#include "ma_bubble.h"
 
 /* Requeues the caller on its (new) sched holder and runs something else: the next worker
  * that can see the holder picks it up. */
@@ -22,7 +22,9 @@ int marcel_apply_vpset(const marcel_vpset_t *set)
 	if (!rq)
 		return EINVAL;
 	struct marcel_task *self = w->current;
-	self->e.sched_holder = &rq->hold;
+	/* Pinned: strategies and bubble regeneration leave it there. */
+	self->pinned = 1;
+	ma_entity_move_to_holder(&self->e, &rq->hold);
 	/* Moved at once if this VP does not serve that queue. */
 	if (ma_path_index(w, rq) < 0)
 		ma_migrate_self(w, self);
@@ -43,7 +45,8 @@ static void ma_drain_vp(struct ma_worker *w)
 		struct ma_entity *e = ma_container_of(rq->queue[__builtin_ctzll(bm)].next, struct ma_entity, run_node);
 		ma_rq_dequeue_locked(rq, e);
 		ma_spin_unlock(&rq->hold.lock);
-		ma_rq_enqueue(rq->father, e);
+		/* The disabled VP's queue sends it to its father. */
+		ma_entity_enqueue(e);
 	}
 }
 

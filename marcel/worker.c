@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include "ma_sync.h"
+#include "ma_trace.h"
 
 __thread struct ma_worker *ma_tls_worker __attribute__((tls_model("initial-exec")));
 
@@ -92,7 +93,7 @@ static int ma_path_has_work_locked(const struct ma_worker *w)
 	return found;
 }
 
-void ma_idle_wait(struct ma_worker *w)
+static void ma_idle_poll_then_sleep(struct ma_worker *w)
 {
 	if (ma_unlikely(atomic_load(&w->disabled))) {
 		/* Nothing to poll for: wait for marcel_enable_vps (or a timer of its own). */
@@ -146,6 +147,14 @@ void ma_idle_wait(struct ma_worker *w)
 		}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), -1);
 	atomic_store(&w->state, MA_WORKER_BUSY);
+}
+
+void ma_idle_wait(struct ma_worker *w)
+{
+	/* The whole wait, spinning or sleeping, is one idle period on the VP's track. */
+	MA_TRACE(MA_TR_IDLE_START, 0, 0, NULL);
+	ma_idle_poll_then_sleep(w);
+	MA_TRACE(MA_TR_IDLE_STOP, 0, 0, NULL);
 }
 
 void ma_worker_kick(struct ma_worker *w)

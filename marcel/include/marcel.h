@@ -19,5 +19,9 @@
 #include <marcel/time.h>
 #include <marcel/blocking.h>
 #include <marcel/compat.h>
+#include <marcel/bubble.h>
+#include <marcel/bubble_sched.h>
+#include <marcel/snapshot.h>
+#include <marcel/trace.h>
 
 #endif

@@ -56,7 +56,9 @@ typedef struct marcel_attr {
 	int vpset_first;           /**< Lowest VP of @ref vpset (kept so creation need not scan it). */
 	int vpset_last;            /**< Highest VP of @ref vpset. */
 	char name[MARCEL_MAXNAMESIZE]; /**< Initial name. */
-	void *reserved[8];         /**< Room for bubble placement attributes. */
+	struct marcel_bubble *natural_bubble; /**< Bubble to create the thread in (NULL: default). */
+	int inherit_holder;        /**< Create in the creator's bubble rather than its children's. */
+	void *reserved[6];         /**< Room for future attributes. */
 } marcel_attr_t;
 
 /** Initialises @p attr with the defaults: joinable, default stack size, ::MA_DEF_PRIO,

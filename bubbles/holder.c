@@ -1,0 +1,569 @@
+/*
+ * Where entities are scheduled: queuing on run queues and in closed bubbles, what
+ * find_next does with a bubble, and the placement primitives (place, burst, gather,
+ * move) that strategies are built from. Lock order and states: ma_bubble.h.
+ */
+#include "ma_strategy.h"
+#include "ma_trace.h"
+#include "ma_preempt.h"
+
+/* ---- queuing ---- */
+
+/* Adds ready thread e to closed bubble b's cache; queues b on its run queue if it was not
+ * and b is CLOSED and placed. 0 if e's sched holder is no longer b. */
+static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &b->hold) {
+		ma_spin_unlock(&b->hold.lock);
+		return 0;
+	}
+	if (ma_unlikely(atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_OPENED)) {
+		/* Burst while we were on our way: its members live on its queue now. */
+		__atomic_store_n(&e->sched_holder, b->e.sched_holder, __ATOMIC_RELEASE);
+		ma_spin_unlock(&b->hold.lock);
+		return 0;
+	}
+	ma_list_add_tail(&b->cache, &e->run_node);
+	b->nb_cached++;
+	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
+	struct ma_holder *h = b->e.sched_holder;
+	if (!b->queued && h && h->type == MA_RUNQUEUE_HOLDER &&
+	    atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSED) {
+		b->queued = 1;
+		/* b's sched holder cannot change while we hold b: this succeeds. */
+		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
+	}
+	ma_spin_unlock(&b->hold.lock);
+	return 1;
+}
+
+/* Takes thread e out of b's cache (b locked). */
+static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
+{
+	ma_list_del(&e->run_node);
+	b->nb_cached--;
+	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
+}
+
+void ma_entity_enqueue(struct ma_entity *e)
+{
+	for (;;) {
+		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		if (ma_likely(h->type == MA_RUNQUEUE_HOLDER)) {
+			if (ma_likely(ma_rq_enqueue(ma_rq_of_holder(h), e)))
+				return;
+		} else if (ma_bubble_cache_add(ma_bubble_of_holder(h), e)) {
+			return;
+		}
+	}
+}
+
+/* Takes b off rq's list if it is queued there (b locked; takes rq). */
+static void ma_bubble_unqueue(struct ma_bubble *b)
+{
+	struct ma_holder *h = b->e.sched_holder;
+	if (b->queued && h && h->type == MA_RUNQUEUE_HOLDER) {
+		struct ma_runqueue *rq = ma_rq_of_holder(h);
+		ma_spin_lock(&rq->hold.lock);
+		if (b->e.ready_holder == &rq->hold)
+			ma_rq_dequeue_locked(rq, &b->e);
+		ma_spin_unlock(&rq->hold.lock);
+	}
+	b->queued = 0;
+}
+
+/* Changes placed bubble b's sched holder (b locked), under the old queue's lock too. */
+static void ma_bubble_set_holder(struct ma_bubble *b, struct ma_holder *nh)
+{
+	struct ma_holder *old = b->e.sched_holder;
+	if (old && old->type == MA_RUNQUEUE_HOLDER) {
+		ma_spin_lock(&old->lock);
+		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+		ma_spin_unlock(&old->lock);
+	} else {
+		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+	}
+}
+
+/* ---- where members go ---- */
+
+struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b)
+{
+	struct ma_bubble *below = b;
+	for (struct ma_bubble *x = b; x; x = ma_entity_parent(&x->e)) {
+		if (atomic_load_explicit(&x->status, memory_order_acquire) == MA_BUBBLE_OPENED) {
+			if (x == b) {
+				struct ma_holder *h = __atomic_load_n(&x->e.sched_holder, __ATOMIC_ACQUIRE);
+				return h ? h : &ma_rt.rqs[0].hold;
+			}
+			return &below->hold;
+		}
+		below = x;
+	}
+	return &below->hold;
+}
+
+struct ma_bubble *ma_bubble_unit(struct ma_bubble *b)
+{
+	struct ma_holder *h = ma_bubble_holder_for_member(b);
+	if (h->type == MA_BUBBLE_HOLDER)
+		return ma_bubble_of_holder(h);
+	return b;
+}
+
+int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq, int force)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&t->state) != MA_TASK_BORN) {
+		ma_spin_unlock(&b->hold.lock);
+		return EINVAL;
+	}
+	if (!b->woken && !force) {
+		ma_spin_unlock(&b->hold.lock);
+		return 0; /* starts with its bubble */
+	}
+	struct ma_holder *h;
+	if (!b->woken)
+		h = &ma_rt.rqs[0].hold;
+	else {
+		h = ma_bubble_holder_for_member(b);
+		if (rq && h->type == MA_RUNQUEUE_HOLDER)
+			h = &rq->hold;
+	}
+	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
+	b->nb_born_threads--;
+	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
+	ma_spin_unlock(&b->hold.lock);
+	ma_entity_enqueue(&t->e);
+	return 0;
+}
+
+/* Starts the BORN threads of x's subtree that wait for their bubble (x locked by caller
+ * chain? no: takes each bubble's lock itself, parent first). */
+static void ma_start_born_rec(struct ma_bubble *x)
+{
+	for (;;) {
+		struct marcel_task *t = NULL;
+		ma_spin_lock(&x->hold.lock);
+		if (x->nb_born_threads && !x->implicit)
+			for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
+				struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+				if (m->type == MA_TASK_ENTITY &&
+				    atomic_load(&ma_task_of_entity(m)->state) == MA_TASK_BORN) {
+					t = ma_task_of_entity(m);
+					break;
+				}
+			}
+		ma_spin_unlock(&x->hold.lock);
+		if (!t)
+			break;
+		/* Membership cannot change under us: the caller holds the tree lock. */
+		ma_bubble_start_task(x, t, NULL, 0);
+	}
+	ma_spin_lock(&x->hold.lock);
+	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_BUBBLE_ENTITY) {
+			ma_spin_unlock(&x->hold.lock);
+			ma_start_born_rec(ma_bubble_of_entity(m));
+			ma_spin_lock(&x->hold.lock);
+		}
+	}
+	ma_spin_unlock(&x->hold.lock);
+}
+
+void ma_bubble_start_born(struct ma_bubble *b)
+{
+	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_start_born_rec(b);
+	ma_spin_unlock(&ma_bubble_tree_lock);
+}
+
+/* ---- moving threads ---- */
+
+void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
+{
+	for (;;) {
+		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		if (h == nh)
+			return;
+		ma_spin_lock(&h->lock);
+		if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != h) {
+			ma_spin_unlock(&h->lock);
+			continue;
+		}
+		int queued = e->ready_holder == h;
+		if (queued) {
+			if (h->type == MA_RUNQUEUE_HOLDER)
+				ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
+			else
+				ma_cache_del(ma_bubble_of_holder(h), e);
+		}
+		__atomic_store_n(&e->sched_holder, nh, __ATOMIC_RELEASE);
+		ma_spin_unlock(&h->lock);
+		if (queued)
+			ma_entity_enqueue(e);
+		MA_TRACE(MA_TR_RQ_SWITCH, ma_entity_uid(e),
+			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->level->id : 0,
+			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->name : NULL);
+		return;
+	}
+}
+
+int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
+{
+	if (e->type == MA_BUBBLE_ENTITY) {
+		struct ma_bubble *b = ma_bubble_of_entity(e);
+		struct ma_holder *h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+		if (b->fixed_item >= 0 || !h || h->type != MA_RUNQUEUE_HOLDER ||
+		    atomic_load(&b->status) != MA_BUBBLE_CLOSED)
+			return EBUSY;
+		ma_bubble_place(b, rq);
+		return 0;
+	}
+	struct marcel_task *t = ma_task_of_entity(e);
+	struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+	if (t->pinned || h->type != MA_RUNQUEUE_HOLDER)
+		return EBUSY;
+	ma_entity_move_to_holder(e, &rq->hold);
+	return 0;
+}
+
+/* ---- placing, bursting, gathering ---- */
+
+void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&b->status) == MA_BUBBLE_OPENED) {
+		ma_spin_unlock(&b->hold.lock);
+		return;
+	}
+	ma_bubble_unqueue(b);
+	ma_bubble_set_holder(b, &rq->hold);
+	if (!ma_list_empty(&b->cache) && atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
+		b->queued = 1;
+		ma_rq_enqueue(rq, &b->e);
+	}
+	ma_spin_unlock(&b->hold.lock);
+	MA_TRACE(MA_TR_RQ_SWITCH, b->uid, rq->level->id, rq->name);
+}
+
+void ma_bubble_unplace(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->hold.lock);
+	ma_bubble_unqueue(b);
+	ma_bubble_set_holder(b, NULL);
+	ma_spin_unlock(&b->hold.lock);
+}
+
+/* For every thread of x's subtree scheduled on `from`, schedule it on `to` instead
+ * (holders are locked along the walk: `from` and x and the bubbles above x). */
+static void ma_retarget_rec(struct ma_bubble *x, struct ma_holder *from, struct ma_holder *to)
+{
+	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_TASK_ENTITY) {
+			if (m->sched_holder == from)
+				__atomic_store_n(&m->sched_holder, to, __ATOMIC_RELEASE);
+		} else {
+			struct ma_bubble *s = ma_bubble_of_entity(m);
+			ma_spin_lock(&s->hold.lock);
+			ma_retarget_rec(s, from, to);
+			ma_spin_unlock(&s->hold.lock);
+		}
+	}
+}
+
+/* The member of b whose subtree holds entity e (e itself if it is a direct member). */
+static struct ma_entity *ma_member_containing(struct ma_bubble *b, struct ma_entity *e)
+{
+	for (;;) {
+		struct ma_bubble *p = ma_entity_parent(e);
+		if (!p || p == b)
+			return e;
+		e = &p->e;
+	}
+}
+
+void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED || b->e.sched_holder != &rq->hold) {
+		ma_spin_unlock(&b->hold.lock);
+		return;
+	}
+	ma_bubble_unqueue(b);
+	atomic_store(&b->status, MA_BUBBLE_OPENED);
+	b->burst_ns = ma_clock_ns();
+	b->e.last_level = (int)rq->level->id;
+	/* Threads waiting in the cache go where their member goes; keep their order. */
+	struct ma_list cached;
+	ma_list_init(&cached);
+	if (!ma_list_empty(&b->cache)) {
+		cached.next = b->cache.next;
+		cached.prev = b->cache.prev;
+		cached.next->prev = &cached;
+		cached.prev->next = &cached;
+		ma_list_init(&b->cache);
+		b->nb_cached = 0;
+	}
+	/* Members become units: threads on rq, sub-bubbles closed units placed on rq. */
+	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_TASK_ENTITY) {
+			if (m->sched_holder == &b->hold)
+				__atomic_store_n(&m->sched_holder, &rq->hold, __ATOMIC_RELEASE);
+			continue;
+		}
+		struct ma_bubble *s = ma_bubble_of_entity(m);
+		ma_spin_lock(&s->hold.lock);
+		if (atomic_load(&s->status) != MA_BUBBLE_OPENED) {
+			ma_retarget_rec(s, &b->hold, &s->hold);
+			__atomic_store_n(&s->e.sched_holder, &rq->hold, __ATOMIC_RELEASE);
+		}
+		ma_spin_unlock(&s->hold.lock);
+	}
+	while (!ma_list_empty(&cached)) {
+		struct ma_entity *c = ma_container_of(cached.next, struct ma_entity, run_node);
+		ma_list_del(&c->run_node);
+		c->ready_holder = NULL;
+		struct ma_entity *m = ma_member_containing(b, c);
+		if (m == c) {
+			ma_rq_enqueue(rq, c);
+			continue;
+		}
+		struct ma_bubble *s = ma_bubble_of_entity(m);
+		ma_spin_lock(&s->hold.lock);
+		ma_list_add_tail(&s->cache, &c->run_node);
+		s->nb_cached++;
+		c->ready_holder = &s->hold;
+		if (!s->queued && atomic_load(&s->status) == MA_BUBBLE_CLOSED && s->e.sched_holder == &rq->hold) {
+			s->queued = 1;
+			ma_rq_enqueue(rq, &s->e);
+		}
+		ma_spin_unlock(&s->hold.lock);
+	}
+	struct ma_worker *w = ma_worker_self();
+	ma_spin_unlock(&b->hold.lock);
+	MA_TRACE(MA_TR_BUBBLE_BURST, b->uid, rq->level->id, rq->name);
+	if (w)
+		ma_bubble_regen_arm(w, b);
+}
+
+/* Marks thread t (of a bubble being gathered into u) as having to come back. */
+static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
+{
+	int s = atomic_load(&t->state);
+	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING)
+		return;
+	atomic_fetch_add(&u->nb_out, 1);
+	t->leave_unit = u;
+	atomic_store(&t->leave_req, 1);
+	/* It may have blocked or ended since: then it is already back (or gone). */
+	s = atomic_load(&t->state);
+	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) {
+		if (atomic_exchange(&t->leave_req, 0))
+			atomic_fetch_sub(&u->nb_out, 1);
+		return;
+	}
+	int vp = t->last_vp;
+	if (s == MA_TASK_RUNNING && vp >= 0 && (unsigned)vp < ma_rt.nb_vps)
+		ma_preempt_request(&ma_rt.workers[vp]);
+}
+
+/* Pulls every thread of x's subtree into u's cache (u and x and the bubbles between are
+ * locked). */
+static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
+{
+	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_BUBBLE_ENTITY) {
+			struct ma_bubble *s = ma_bubble_of_entity(m);
+			ma_spin_lock(&s->hold.lock);
+			ma_bubble_unqueue(s);
+			ma_bubble_set_holder(s, NULL);
+			atomic_store(&s->status, MA_BUBBLE_CLOSED);
+			ma_gather_rec(u, s);
+			ma_spin_unlock(&s->hold.lock);
+			continue;
+		}
+		struct marcel_task *t = ma_task_of_entity(m);
+		if (t->pinned || atomic_load(&t->state) == MA_TASK_BORN)
+			continue;
+		for (;;) {
+			struct ma_holder *h = __atomic_load_n(&m->sched_holder, __ATOMIC_ACQUIRE);
+			if (h == &u->hold)
+				break;
+			int queued = 0;
+			if (h->type == MA_BUBBLE_HOLDER) {
+				/* A unit inside u's subtree: locked by this walk. */
+				struct ma_bubble *hb = ma_bubble_of_holder(h);
+				if (m->ready_holder == h) {
+					ma_cache_del(hb, m);
+					queued = 1;
+				}
+				__atomic_store_n(&m->sched_holder, &u->hold, __ATOMIC_RELEASE);
+			} else {
+				struct ma_runqueue *rq = ma_rq_of_holder(h);
+				ma_spin_lock(&rq->hold.lock);
+				if (__atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED) != h) {
+					ma_spin_unlock(&rq->hold.lock);
+					continue;
+				}
+				if (m->ready_holder == h) {
+					ma_rq_dequeue_locked(rq, m);
+					queued = 1;
+				}
+				__atomic_store_n(&m->sched_holder, &u->hold, __ATOMIC_RELEASE);
+				ma_spin_unlock(&rq->hold.lock);
+			}
+			if (queued) {
+				ma_list_add_tail(&u->cache, &m->run_node);
+				u->nb_cached++;
+				m->ready_holder = &u->hold;
+			} else {
+				ma_gather_out(u, t);
+			}
+			break;
+		}
+	}
+}
+
+unsigned ma_bubble_gather(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&b->status) != MA_BUBBLE_OPENED || b == ma_root_bubble) {
+		ma_spin_unlock(&b->hold.lock);
+		return 0;
+	}
+	atomic_store(&b->status, MA_BUBBLE_CLOSING);
+	/* Threads that come back before the walk ends must not close it early. */
+	atomic_fetch_add(&b->nb_out, 1);
+	MA_TRACE(MA_TR_BUBBLE_CLOSE, b->uid, 0, NULL);
+	ma_gather_rec(b, b);
+	ma_spin_unlock(&b->hold.lock);
+	unsigned out = atomic_fetch_sub(&b->nb_out, 1) - 1;
+	if (!out)
+		ma_bubble_check_closed(b);
+	return out;
+}
+
+void ma_task_back(struct marcel_task *t)
+{
+	if (!atomic_exchange(&t->leave_req, 0))
+		return;
+	struct ma_bubble *u = t->leave_unit;
+	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
+		ma_bubble_check_closed(u);
+}
+
+void ma_bubble_check_closed(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->hold.lock);
+	int closed = atomic_load(&b->status) == MA_BUBBLE_CLOSING && !atomic_load(&b->nb_out);
+	if (closed)
+		atomic_store(&b->status, MA_BUBBLE_CLOSED);
+	ma_spin_unlock(&b->hold.lock);
+	if (!closed)
+		return;
+	MA_TRACE(MA_TR_BUBBLE_CLOSED, b->uid, 0, NULL);
+	ma_bubble_resettle(b);
+}
+
+void ma_bubble_resettle(struct ma_bubble *b)
+{
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	if (!p) {
+		ma_strategy_submit(b);
+		return;
+	}
+	ma_spin_lock(&p->hold.lock);
+	struct ma_holder *h = ma_bubble_holder_for_member(p);
+	if (h->type == MA_RUNQUEUE_HOLDER) {
+		ma_spin_unlock(&p->hold.lock);
+		ma_strategy_submit(b);
+		return;
+	}
+	/* Its parent is part of a closed unit: b's threads join that unit. */
+	struct ma_bubble *u = ma_bubble_of_holder(h);
+	ma_spin_unlock(&p->hold.lock);
+	ma_spin_lock(&u->hold.lock);
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
+		ma_bubble_unqueue(b);
+		ma_bubble_set_holder(b, NULL);
+		ma_retarget_rec(b, &b->hold, &u->hold);
+		int was_empty = ma_list_empty(&u->cache);
+		while (!ma_list_empty(&b->cache)) {
+			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
+			ma_cache_del(b, c);
+			ma_list_add_tail(&u->cache, &c->run_node);
+			u->nb_cached++;
+			c->ready_holder = &u->hold;
+		}
+		struct ma_holder *uh = u->e.sched_holder;
+		if (was_empty && !ma_list_empty(&u->cache) && !u->queued && uh &&
+		    uh->type == MA_RUNQUEUE_HOLDER && atomic_load(&u->status) == MA_BUBBLE_CLOSED) {
+			u->queued = 1;
+			ma_rq_enqueue(ma_rq_of_holder(uh), &u->e);
+		}
+	}
+	ma_spin_unlock(&b->hold.lock);
+	ma_spin_unlock(&u->hold.lock);
+}
+
+/* ---- find_next meets a bubble ---- */
+
+struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b)
+{
+	const struct ma_strategy *s = ma_strategy();
+	struct ma_runqueue *to = NULL;
+	enum ma_pick what = MA_PICK_SERVE;
+	if (b->fixed_item >= 0)
+		what = MA_PICK_BURST;
+	else if (s && s->sched)
+		what = s->sched(w, rq, b, &to);
+	if (what == MA_PICK_SERVE) {
+		if (!ma_spin_trylock(&b->hold.lock)) {
+			ma_spin_unlock(&rq->hold.lock);
+			ma_cpu_relax();
+			return NULL;
+		}
+		struct marcel_task *t = NULL;
+		if (!ma_list_empty(&b->cache)) {
+			struct ma_entity *e = ma_container_of(b->cache.next, struct ma_entity, run_node);
+			ma_cache_del(b, e);
+			e->last_level = (int)rq->level->id;
+			t = ma_task_of_entity(e);
+		}
+		ma_rq_dequeue_locked(rq, &b->e);
+		if (!ma_list_empty(&b->cache))
+			ma_rq_enqueue_locked(rq, &b->e); /* round robin among the queue's units */
+		else
+			b->queued = 0;
+		int more = rq->vp < 0 && atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &&
+			   !atomic_load_explicit(&rq->nr_spinning, memory_order_relaxed) &&
+			   atomic_load_explicit(&rq->nr_sleeping, memory_order_relaxed);
+		ma_spin_unlock(&b->hold.lock);
+		ma_spin_unlock(&rq->hold.lock);
+		if (more)
+			ma_wake_idle_worker(rq);
+		return t;
+	}
+	/* Decisions about rq's children are taken under rq's lock: the next one must see
+	 * this move before it is done. */
+	if (what == MA_PICK_MOVE && to)
+		atomic_fetch_add_explicit(&to->nr_incoming, 1, memory_order_relaxed);
+	ma_spin_unlock(&rq->hold.lock);
+	if (what == MA_PICK_BURST)
+		ma_bubble_burst(b, rq);
+	else if (what == MA_PICK_MOVE && to) {
+		ma_entity_move(&b->e, to);
+		atomic_fetch_sub_explicit(&to->nr_incoming, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* TEMP until preempt.c lands */
+__attribute__((weak)) void ma_preempt_request(struct ma_worker *w) { (void)w; }

@@ -1,0 +1,209 @@
+/*
+ * Bubbles inside the runtime: the bubble structure, where entities are scheduled, and the
+ * primitives strategies are built from.
+ *
+ * States of a bubble (b->status, b->e.sched_holder):
+ *  - CLOSED and placed (sched_holder is a run queue): one scheduling unit. Every thread of
+ *    its subtree has sched_holder == &b->hold; the ready ones wait in b's cache, and b
+ *    sits on its run queue while the cache is not empty (b->queued).
+ *  - CLOSED inside a closed ancestor: part of the ancestor's unit (sched_holder NULL).
+ *  - CLOSED, woken, not placed yet: only between marcel_wake_up_bubble and the submit.
+ *  - OPENED (burst) on a run queue: its members are units of their own; new members go
+ *    to that queue unless a strategy says otherwise.
+ *  - CLOSING: like CLOSED and placed, but some threads of its subtree are still running
+ *    (they come back at their next requeue or block; see regen.c).
+ *
+ * Locking. One lock per holder. Order: bubble locks before run-queue locks; among
+ * bubbles, ancestor first; among run queues, higher level first, then lower index.
+ * find_next, which holds a run queue when it meets a bubble, only try-locks the bubble
+ * and otherwise starts again in order. An entity's sched_holder changes only under the
+ * lock of the holder it names; whoever queues an entity locks the holder it read and
+ * checks it again (ma_entity_enqueue).
+ */
+#ifndef MA_BUBBLE_H
+#define MA_BUBBLE_H
+
+#include "ma_sched.h"
+#include "ma_sync.h"
+
+#define MA_BUBBLE_MAGIC 0x4d42424cu /* "MBBL" */
+
+enum ma_bubble_status { MA_BUBBLE_CLOSED = 0, MA_BUBBLE_OPENED = 1, MA_BUBBLE_CLOSING = 2 };
+
+struct ma_bubble {
+	struct ma_entity e;               /* first: a bubble is an entity */
+	struct ma_holder hold;            /* protects everything below unless said otherwise */
+	unsigned magic;
+	int id;                           /* the application's (marcel_bubble_setid) */
+	uint64_t uid;                     /* unique, for traces and snapshots */
+	atomic_int status;                /* enum ma_bubble_status; written under hold.lock */
+	unsigned char woken, implicit, joining, static_init;
+	unsigned char freeing;            /* implicit: the party that frees it decided so */
+	struct marcel_task *owner;        /* implicit children bubble: its creator, NULL once
+					     it ended (the bubble is freed when also empty) */
+	struct ma_list members;           /* entities whose natural_holder is this bubble */
+	unsigned nb_members;
+	atomic_long nb_threads_sub;       /* threads of the subtree (join waits for 0) */
+	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
+	struct ma_list cache;             /* ready threads of the subtree (closed and placed) */
+	unsigned nb_cached;
+	int queued;                       /* on its run queue because the cache is not empty; set
+					     under hold.lock, the queue insertion follows it */
+	struct ma_waiter *joiner;
+	/* Bubble barrier. */
+	unsigned bar_arrived;
+	atomic_uint bar_seq;
+	int fixed_item;                   /* scheduleonlevel: topology item, -1: none */
+	/* Regeneration (regen.c). */
+	unsigned long timeslice_us;
+	struct ma_timer regen_timer;      /* armed by the worker that burst it */
+	atomic_int regen_due;             /* unused */
+	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
+	struct ma_bubble *regen_next;     /* due list (regen.c) */
+	unsigned char regen_queued;
+	uint64_t burst_ns;                /* when it last burst */
+		atomic_uint nb_out;               /* CLOSING: threads still to come back */
+	/* Statistics kept here rather than synthesized. */
+	_Atomic unsigned long long cpu_ended_ns; /* threads of the subtree that ended */
+	struct ma_memrange *ranges;       /* attached memory (stats.c) */
+	/* Strategy scratch space (owned by the current strategy). */
+	long sp[4];
+};
+
+/* Public storage must hold it. */
+_Static_assert(sizeof(struct ma_bubble) <= MARCEL_BUBBLE_STORAGE, "marcel_bubble_t too small");
+
+struct ma_memrange {
+	struct ma_memrange *next;
+	void *addr;
+	size_t len;
+	unsigned node_bytes_len;
+	size_t node_bytes[];              /* bytes per NUMA node, at attach time */
+};
+
+extern struct ma_bubble *const ma_root_bubble MA_HIDDEN;
+
+static inline struct ma_bubble *ma_bubble_of(marcel_bubble_t *b)
+{
+	return (struct ma_bubble *)(void *)b;
+}
+static inline marcel_bubble_t *ma_bubble_pub(struct ma_bubble *b)
+{
+	return (marcel_bubble_t *)(void *)b;
+}
+static inline struct ma_bubble *ma_bubble_of_holder(struct ma_holder *h)
+{
+	return ma_container_of(h, struct ma_bubble, hold);
+}
+static inline struct ma_bubble *ma_bubble_of_entity(struct ma_entity *e)
+{
+	return ma_container_of(e, struct ma_bubble, e);
+}
+static inline struct marcel_task *ma_task_of_entity(struct ma_entity *e)
+{
+	return ma_container_of(e, struct marcel_task, e);
+}
+static inline struct ma_bubble *ma_entity_parent(const struct ma_entity *e)
+{
+	struct ma_holder *h = __atomic_load_n(&e->natural_holder, __ATOMIC_RELAXED);
+	return h ? ma_bubble_of_holder(h) : NULL;
+}
+static inline uint64_t ma_entity_uid(struct ma_entity *e)
+{
+	return e->type == MA_TASK_ENTITY ? ma_task_of_entity(e)->id : ma_bubble_of_entity(e)->uid;
+}
+
+/* ---- bubble.c ---- */
+/* Validates a public bubble, initialising a MARCEL_BUBBLE_INITIALIZER one on first use.
+ * NULL if it is not a bubble. */
+struct ma_bubble *ma_bubble_get(marcel_bubble_t *b) MA_HIDDEN;
+int ma_bubbles_start(void) MA_HIDDEN;
+void ma_bubbles_stop(void) MA_HIDDEN;
+/* Thread creation: puts t (not started) into the bubble its attributes name; returns the
+ * bubble, which the caller then starts t in with ma_bubble_start_task. */
+int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_bubble **out) MA_HIDDEN;
+/* A thread ended: out of its bubble (may complete a join or free a children bubble). */
+void ma_bubble_task_exit(struct marcel_task *t) MA_HIDDEN;
+/* Whether b is in the subtree of anc (b == anc included). Caller keeps the tree still. */
+int ma_bubble_is_within(const struct ma_bubble *b, const struct ma_bubble *anc) MA_HIDDEN;
+/* Serialises structural changes (insert, remove, destroy, joins completing): they touch
+ * two bubbles that are not in a known order. Scheduling never takes it. */
+extern ma_spinlock_t ma_bubble_tree_lock MA_HIDDEN;
+
+/* Its owner ended (or the runtime stops): the children bubble is freed once empty. */
+void ma_bubble_task_exit_owner(struct marcel_task *t) MA_HIDDEN;
+
+/* ---- holder.c: where entities are scheduled ---- */
+/* Makes a thread that is being placed afresh (thread, not queued) go to holder h: queued
+ * at once if it was queued, else when it is next ready. */
+void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *h) MA_HIDDEN;
+/* A closed, gathered, woken bubble whose parent changed or that was just woken: merged
+ * into its parent's closed unit, or handed to the strategy if its parent is opened. */
+void ma_bubble_resettle(struct ma_bubble *b) MA_HIDDEN;
+/* Starts the created-not-started threads of b's subtree (wake-up). */
+void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
+/* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
+void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
+/* A thread that was asked to come back (leave_req) left its worker: count it back. */
+void ma_task_back(struct marcel_task *t) MA_HIDDEN;
+/* Queues ready entity e (a thread, or a closed placed bubble) on its sched_holder: a run
+ * queue, or a closed bubble's cache (which queues the bubble if needed). */
+void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
+/* Where a new member of b (locked) is scheduled: b's run queue if b is opened, else the
+ * holder of b's closed unit (the topmost closed bubble above b under an opened one). */
+struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b) MA_HIDDEN;
+/* Starts created-not-started thread t of bubble b where b's placement says (rq, if not
+ * NULL and b is opened: the thread's own placement). force: even if b was not woken (the
+ * thread then runs on the machine's queue). 0, or EINVAL if t was not BORN. */
+int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq, int force) MA_HIDDEN;
+/* find_next met bubble b at the head of rq (rq locked). Returns the thread to run, with
+ * rq unlocked, or NULL (rq unlocked) to make find_next look again. */
+struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b) MA_HIDDEN;
+/* The scheduled unit the bubble belongs to: itself if placed or opened, else the nearest
+ * closed placed ancestor; NULL if not woken/placed. Caller holds the tree still. */
+struct ma_bubble *ma_bubble_unit(struct ma_bubble *b) MA_HIDDEN;
+
+/* Placement primitives (what strategies are built from). All take the locks they need:
+ * call them with no lock held. */
+/* Gathers every thread of b's subtree back into b (closing it): queued ones are pulled
+ * from their queues, running ones will come back (leave_req + preemption request).
+ * Returns the number of threads still out (running). */
+unsigned ma_bubble_gather(struct ma_bubble *b) MA_HIDDEN;
+/* Places closed bubble b on rq (queued there when it has ready threads). */
+void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
+/* Bursts closed placed bubble b on rq: members become units placed on rq (threads
+ * queued there, sub-bubbles placed closed there). */
+void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
+/* Moves entity e (a thread, or a placed bubble) to rq: a queued one is requeued there, a
+ * running or blocked thread goes there next time it is ready. 0, or EBUSY if e is not
+ * placed on a run queue (held in a closed bubble, fixed by scheduleonlevel...). */
+int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq) MA_HIDDEN;
+/* A closed bubble whose cache ran dry while it was CLOSING: checks whether every thread is
+ * back and, if so, marks it CLOSED and hands it to the strategy again. */
+void ma_bubble_check_closed(struct ma_bubble *b) MA_HIDDEN;
+
+/* ---- regen.c ---- */
+/* Arms b's regeneration after it burst on worker w (if it has a time slice). */
+void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
+void ma_bubble_regen_cancel(struct ma_bubble *b) MA_HIDDEN;
+/* Regenerates b now: gather, then re-submit when every thread is back. */
+int ma_bubble_regenerate(struct ma_bubble *b) MA_HIDDEN;
+
+/* ---- stats.c ---- */
+struct ma_stats {
+	long long load, nb_threads, nb_ready, nb_running, cpu_ns, memory;
+	int last_vp, last_level;
+};
+/* Synthesizes e's statistics over its subtree. nodes_bytes, if not NULL, receives bytes
+ * per NUMA node (ma_rt.topo.nb_numa entries, added to). */
+void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes) MA_HIDDEN;
+/* The load strategies balance: the hint if set, else threads (1 each, or their hints). */
+long long ma_entity_load(struct ma_entity *e) MA_HIDDEN;
+/* CPU time of a thread in ns (its cycles converted). */
+unsigned long long ma_task_cpu_ns(const struct marcel_task *t) MA_HIDDEN;
+void ma_stats_start(void) MA_HIDDEN;
+void ma_bubble_memory_free(struct ma_bubble *b) MA_HIDDEN;
+/* NUMA node holding most of e's attached memory, -1 if none attached. */
+int ma_entity_preferred_node(struct ma_entity *e) MA_HIDDEN;
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * Statistics per entity, synthesized over a bubble's subtree when asked. Threads carry
+ * their own counters (CPU cycles, last VP, last queue); bubbles add what their ended
+ * threads consumed and the memory attached to them (memory.c).
+ */
+#include <errno.h>
+#include <time.h>
+#include "ma_bubble.h"
+
+/* Cycle counter to ns: the ratio is measured between start and the first read, which is
+ * accurate once a few milliseconds passed (tests and strategies read it much later). */
+static uint64_t ma_stats_c0, ma_stats_t0;
+
+void ma_stats_start(void)
+{
+	ma_stats_t0 = ma_clock_ns();
+	ma_stats_c0 = ma_cycles();
+}
+
+unsigned long long ma_task_cpu_ns(const struct marcel_task *t)
+{
+	unsigned long long cyc = atomic_load_explicit(&t->e.cpu_cycles, memory_order_relaxed);
+	uint64_t dt = ma_clock_ns() - ma_stats_t0, dc = ma_cycles() - ma_stats_c0;
+	if (!dc || !dt)
+		return cyc;
+	return (unsigned long long)((long double)cyc * dt / dc);
+}
+
+static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)
+{
+	s->load += t->e.load_hint >= 0 ? t->e.load_hint : 1;
+	s->nb_threads++;
+	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+	s->nb_ready += st == MA_TASK_READY;
+	s->nb_running += st == MA_TASK_RUNNING;
+	s->cpu_ns += (long long)ma_task_cpu_ns(t);
+}
+
+/* b locked by the caller chain. */
+static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t *node_bytes, int *vp_votes)
+{
+	struct ma_stats sub = { 0 };
+	/* Ended threads' time is credited to their own bubble only. */
+	sub.cpu_ns = (long long)atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
+	for (struct ma_memrange *r = b->ranges; r; r = r->next) {
+		sub.memory += (long long)r->len;
+		if (node_bytes)
+			for (unsigned n = 0; n < r->node_bytes_len && n < ma_rt.topo.nb_numa; n++)
+				node_bytes[n] += r->node_bytes[n];
+	}
+	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_TASK_ENTITY) {
+			struct marcel_task *t = ma_task_of_entity(m);
+			ma_task_stats(t, &sub);
+			int lv = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+			if (vp_votes && lv >= 0 && (unsigned)lv < ma_rt.nb_vps)
+				vp_votes[lv]++;
+		} else {
+			struct ma_bubble *c = ma_bubble_of_entity(m);
+			ma_spin_lock(&c->hold.lock);
+			ma_bubble_stats_rec(c, &sub, node_bytes, vp_votes);
+			ma_spin_unlock(&c->hold.lock);
+		}
+	}
+	s->cpu_ns += sub.cpu_ns;
+	s->load += b->e.load_hint >= 0 ? b->e.load_hint : sub.load;
+	s->nb_threads += sub.nb_threads;
+	s->nb_ready += sub.nb_ready;
+	s->nb_running += sub.nb_running;
+	s->memory += sub.memory;
+}
+
+void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes)
+{
+	*s = (struct ma_stats){ .last_vp = -1, .last_level = e->last_level };
+	if (e->type == MA_TASK_ENTITY) {
+		struct marcel_task *t = ma_task_of_entity(e);
+		ma_task_stats(t, s);
+		s->last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+		return;
+	}
+	struct ma_bubble *b = ma_bubble_of_entity(e);
+	int votes[MARCEL_NBMAXVPS] = { 0 };
+	ma_spin_lock(&b->hold.lock);
+	ma_bubble_stats_rec(b, s, node_bytes, votes);
+	ma_spin_unlock(&b->hold.lock);
+	int best = 0;
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+		if (votes[v] > best) {
+			best = votes[v];
+			s->last_vp = (int)v;
+		}
+}
+
+long long ma_entity_load(struct ma_entity *e)
+{
+	if (e->load_hint >= 0)
+		return e->load_hint;
+	if (e->type == MA_TASK_ENTITY)
+		return 1;
+	struct ma_stats s;
+	ma_entity_stats(e, &s, NULL);
+	return s.load;
+}
+
+static int ma_stats_value(const struct ma_stats *s, int which, long long *v)
+{
+	switch (which) {
+	case MARCEL_STATS_LOAD: *v = s->load; return 0;
+	case MARCEL_STATS_NB_THREADS: *v = s->nb_threads; return 0;
+	case MARCEL_STATS_NB_READY: *v = s->nb_ready; return 0;
+	case MARCEL_STATS_NB_RUNNING: *v = s->nb_running; return 0;
+	case MARCEL_STATS_CPU_TIME: *v = s->cpu_ns; return 0;
+	case MARCEL_STATS_LAST_VP: *v = s->last_vp; return 0;
+	case MARCEL_STATS_LAST_LEVEL: *v = s->last_level; return 0;
+	case MARCEL_STATS_MEMORY: *v = s->memory; return 0;
+	default: return EINVAL;
+	}
+}
+
+static int ma_task_alive_stats(marcel_t t)
+{
+	if (!t || !ma_task_valid(t))
+		return 0;
+	int s = atomic_load(&t->state);
+	return s != MA_TASK_FREE && s != MA_TASK_DEAD;
+}
+
+int marcel_task_stats_get(marcel_t t, int which, long long *value)
+{
+	if (!value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMORY)
+		return EINVAL;
+	if (!ma_task_alive_stats(t))
+		return ESRCH;
+	struct ma_stats s;
+	ma_entity_stats(&t->e, &s, NULL);
+	return ma_stats_value(&s, which, value);
+}
+
+int marcel_task_stats_set(marcel_t t, int which, long long value)
+{
+	if (which != MARCEL_STATS_LOAD)
+		return EINVAL;
+	if (!ma_task_alive_stats(t))
+		return ESRCH;
+	t->e.load_hint = value < 0 ? -1 : value;
+	return 0;
+}
+
+int marcel_bubble_stats_get(marcel_bubble_t *pub, int which, long long *value)
+{
+	struct ma_bubble *b = ma_bubble_get(pub);
+	if (!b || !value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMORY)
+		return EINVAL;
+	struct ma_stats s;
+	ma_entity_stats(&b->e, &s, NULL);
+	return ma_stats_value(&s, which, value);
+}
+
+int marcel_bubble_stats_set(marcel_bubble_t *pub, int which, long long value)
+{
+	struct ma_bubble *b = ma_bubble_get(pub);
+	if (!b || which != MARCEL_STATS_LOAD)
+		return EINVAL;
+	b->e.load_hint = value < 0 ? -1 : value;
+	return 0;
+}

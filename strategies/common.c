@@ -1,0 +1,78 @@
+/* What several strategies need: levels seen from a VP, and load below a run queue. */
+#include "ma_strategy.h"
+
+struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind)
+{
+	if (!kind)
+		return NULL;
+	/* path[0] is the VP's own queue; items follow, leaf first. */
+	for (unsigned i = 1; i < w->path_len; i++)
+		if (w->path[i]->level->kinds & (unsigned)kind)
+			return w->path[i];
+	if (kind == MARCEL_LEVEL_CORE || kind == MARCEL_LEVEL_PU)
+		return w->path[1];
+	return w->path[w->path_len - 1];
+}
+
+unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max)
+{
+	if (rq->vp >= 0)
+		return 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < rq->level->arity && n < max; i++) {
+		const struct ma_level *c = rq->level->children[i];
+		if (c->nb_vps)
+			out[n++] = &ma_rt.rqs[c->id];
+	}
+	return n;
+}
+
+static unsigned long ma_item_load(const struct ma_level *l)
+{
+	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
+	unsigned long load = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+			     (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	for (unsigned i = 0; i < l->arity; i++)
+		load += ma_item_load(l->children[i]);
+	return load;
+}
+
+unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
+{
+	if (rq->vp >= 0) {
+		const struct ma_worker *w = &ma_rt.workers[rq->vp];
+		return __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
+	}
+	unsigned long load = ma_item_load(rq->level);
+	for (unsigned v = rq->level->first_vp; v < rq->level->first_vp + rq->level->nb_vps && v < ma_rt.nb_vps; v++) {
+		const struct ma_worker *w = &ma_rt.workers[v];
+		load += __atomic_load_n(&w->rq.nr_ready, __ATOMIC_RELAXED);
+		/* A busy VP runs one thread: that is load too. */
+		load += atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY &&
+			w->current && !w->current->is_idle;
+	}
+	return load;
+}
+
+struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer)
+{
+	struct ma_runqueue *kids[MARCEL_NBMAXVPS];
+	unsigned n = ma_rq_children(rq, kids, MARCEL_NBMAXVPS);
+	struct ma_runqueue *best = NULL;
+	/* Compare load per VP as load_a * vps_b < load_b * vps_a (no division). */
+	unsigned long best_load = 0, best_vps = 1;
+	int best_mine = 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long load = ma_rq_subtree_load(kids[i]), vps = kids[i]->level->nb_vps;
+		int mine = prefer && ma_path_index(prefer, kids[i]) >= 0;
+		unsigned long long a = (unsigned long long)load * best_vps, b = (unsigned long long)best_load * vps;
+		if (!best || a < b || (a == b && mine && !best_mine)) {
+			best = kids[i];
+			best_load = load;
+			best_vps = vps ? vps : 1;
+			best_mine = mine;
+		}
+	}
+	return best;
+}

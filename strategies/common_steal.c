@@ -1,0 +1,352 @@
+/*
+ * Subtree measures and the stealing primitives of the cache, steal and gang strategies
+ * (common_steal.h). Lock order as in bubbles/holder.c: bubbles before run queues, so a
+ * bubble met on a locked queue is only try-locked.
+ */
+#include "common_steal.h"
+#include "ma_trace.h"
+
+unsigned ma_sl_nb_vps(const struct ma_runqueue *rq)
+{
+	return rq->vp >= 0 ? 1 : rq->level->nb_vps;
+}
+
+int ma_sl_sees(const struct ma_runqueue *rq, unsigned v)
+{
+	if (rq->vp >= 0)
+		return (unsigned)rq->vp == v;
+	return v < ma_rt.nb_vps && ma_path_index(&ma_rt.workers[v], rq) >= 0;
+}
+
+/* VPs that may look at rq: [*lo, *hi), membership checked with ma_sl_sees (the range is
+ * wider than the set when there are more VPs than cores). */
+static void ma_sl_range(const struct ma_runqueue *rq, unsigned *lo, unsigned *hi)
+{
+	*lo = rq->first_vp;
+	*hi = rq->first_vp + rq->nb_vps;
+	if (*hi > ma_rt.nb_vps)
+		*hi = ma_rt.nb_vps;
+}
+
+/* Calls fn on rq and every queue below it: item queues top-down, then VP queues. */
+static void ma_sl_items_each(const struct ma_level *l, void (*fn)(struct ma_runqueue *, void *), void *arg)
+{
+	if (!l->nb_vps)
+		return;
+	fn(&ma_rt.rqs[l->id], arg);
+	for (unsigned i = 0; i < l->arity; i++)
+		ma_sl_items_each(l->children[i], fn, arg);
+}
+
+static void ma_sl_each(struct ma_runqueue *rq, void (*fn)(struct ma_runqueue *, void *), void *arg)
+{
+	if (rq->vp >= 0) {
+		fn(rq, arg);
+		return;
+	}
+	ma_sl_items_each(rq->level, fn, arg);
+	unsigned lo, hi;
+	ma_sl_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++)
+		if (ma_sl_sees(rq, v))
+			fn(&ma_rt.workers[v].rq, arg);
+}
+
+struct ma_sl_collect {
+	struct ma_runqueue **out;
+	unsigned n, max;
+};
+
+static void ma_sl_collect_one(struct ma_runqueue *rq, void *arg)
+{
+	struct ma_sl_collect *c = arg;
+	if (c->n < c->max)
+		c->out[c->n++] = rq;
+}
+
+unsigned ma_sl_queues(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max)
+{
+	struct ma_sl_collect c = { out, 0, max };
+	ma_sl_each(rq, ma_sl_collect_one, &c);
+	return c.n;
+}
+
+unsigned ma_sl_kids(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max)
+{
+	if (rq->vp >= 0)
+		return 0;
+	unsigned n = ma_rq_children(rq, out, max), lo, hi;
+	ma_sl_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi && n < max; v++)
+		if (ma_rt.workers[v].rq.level == rq->level)
+			out[n++] = &ma_rt.workers[v].rq;
+	return n;
+}
+
+/* VPs below rq running a thread, self excluded. */
+static unsigned long ma_sl_busy(const struct ma_runqueue *rq, const struct ma_worker *self)
+{
+	unsigned lo, hi;
+	unsigned long n = 0;
+	ma_sl_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		if (o == self || !ma_sl_sees(rq, v))
+			continue;
+		/* Not the state: a worker looking for work is busy too, and a plan made when
+		 * a bubble's threads have just come back must see their VPs free. */
+		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_RELAXED);
+		n += cur && !cur->is_idle;
+	}
+	return n;
+}
+
+static void ma_sl_add_queued(struct ma_runqueue *rq, void *arg)
+{
+	*(unsigned long *)arg += __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+				 (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+}
+
+unsigned long ma_sl_load(const struct ma_runqueue *rq, const struct ma_worker *self)
+{
+	unsigned long load = ma_sl_busy(rq, self);
+	ma_sl_each((struct ma_runqueue *)rq, ma_sl_add_queued, &load);
+	return load;
+}
+
+/* Ready threads of closed bubble b met on a locked queue: its cache, if b can be looked
+ * at now. */
+static unsigned ma_sl_cached(struct ma_bubble *b)
+{
+	if (!ma_spin_trylock(&b->hold.lock))
+		return 1;
+	unsigned n = b->nb_cached;
+	ma_spin_unlock(&b->hold.lock);
+	return n ? n : 1;
+}
+
+static void ma_sl_add_ready(struct ma_runqueue *q, void *arg)
+{
+	unsigned long *load = arg;
+	*load += (unsigned long)atomic_load_explicit(&q->nr_incoming, memory_order_relaxed);
+	if (!__atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED))
+		return;
+	ma_spin_lock(&q->hold.lock);
+	for (int p = 0; p < MA_MAX_PRIO; p++)
+		for (struct ma_list *l = q->queue[p].next; l != &q->queue[p]; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+			*load += e->type == MA_TASK_ENTITY ? 1 : ma_sl_cached(ma_bubble_of_entity(e));
+		}
+	ma_spin_unlock(&q->hold.lock);
+}
+
+unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *self)
+{
+	unsigned long load = ma_sl_busy(rq, self);
+	ma_sl_each(rq, ma_sl_add_ready, &load);
+	return load;
+}
+
+/* ---- waking a thief ---- */
+
+/* Kicks apart: a thief that finds nothing goes back to sleep, so waking one per event
+ * would cost a futex round trip per yield of an overloaded subtree. */
+#define MA_SL_KICK_GAP_NS 200000u
+static _Atomic uint64_t ma_sl_last_kick;
+
+int ma_sl_kick_outside(const struct ma_runqueue *rq)
+{
+	uint64_t now = ma_clock_ns(), last = atomic_load_explicit(&ma_sl_last_kick, memory_order_relaxed);
+	if (now - last < MA_SL_KICK_GAP_NS ||
+	    !atomic_compare_exchange_strong_explicit(&ma_sl_last_kick, &last, now, memory_order_relaxed,
+						     memory_order_relaxed))
+		return 0;
+	for (const struct ma_runqueue *a = rq->father; a; a = a->father) {
+		unsigned lo, hi;
+		ma_sl_range(a, &lo, &hi);
+		for (unsigned v = lo; v < hi; v++) {
+			struct ma_worker *o = &ma_rt.workers[v];
+			int s = MA_WORKER_SLEEPING;
+			if (ma_sl_sees(rq, v) || !ma_sl_sees(a, v) ||
+			    atomic_load_explicit(&o->disabled, memory_order_relaxed) ||
+			    atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
+				continue;
+			/* The same claim as ma_wake_idle_worker: only the claimer kicks. */
+			if (atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_WAKING)) {
+				ma_worker_kick(o);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int ma_sl_has_idle(const struct ma_runqueue *rq)
+{
+	unsigned lo, hi;
+	ma_sl_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++) {
+		int s = atomic_load_explicit(&ma_rt.workers[v].state, memory_order_relaxed);
+		if ((s == MA_WORKER_SPINNING || s == MA_WORKER_SLEEPING) && ma_sl_sees(rq, v) &&
+		    !atomic_load_explicit(&ma_rt.workers[v].disabled, memory_order_relaxed))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- heartbeat ---- */
+
+int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us)
+{
+	c->b = NULL;
+	int e = marcel_bubble_init(&c->storage);
+	if (e)
+		return e;
+	c->b = ma_bubble_of(&c->storage);
+	c->b->timeslice_us = period_us;
+	return 0;
+}
+
+void ma_sl_clock_arm(struct ma_sl_clock *c)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (w && c->b)
+		ma_bubble_regen_arm(w, c->b);
+}
+
+void ma_sl_clock_stop(struct ma_sl_clock *c)
+{
+	if (c->b)
+		ma_bubble_regen_cancel(c->b);
+}
+
+/* ---- stealing ---- */
+
+/* Threads of closed bubble b (locked, met on a locked queue), alive and started; `ready`
+ * receives how many wait in its cache. Sub-bubbles are only try-locked (we hold a queue):
+ * one that is busy counts as one thread. */
+static unsigned ma_sl_threads_rec(struct ma_bubble *b)
+{
+	unsigned n = 0;
+	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_TASK_ENTITY) {
+			int s = atomic_load_explicit(&ma_task_of_entity(m)->state, memory_order_relaxed);
+			n += s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;
+			continue;
+		}
+		struct ma_bubble *sb = ma_bubble_of_entity(m);
+		if (!ma_spin_trylock(&sb->hold.lock)) {
+			n++;
+			continue;
+		}
+		n += ma_sl_threads_rec(sb);
+		ma_spin_unlock(&sb->hold.lock);
+	}
+	return n;
+}
+
+int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg)
+{
+	if (from == to || !__atomic_load_n(&from->nr_ready, __ATOMIC_RELAXED))
+		return 0;
+	ma_spin_lock(&from->hold.lock);
+	for (int p = 0; p < MA_MAX_PRIO; p++)
+		for (struct ma_list *l = from->queue[p].next; l != &from->queue[p]; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+			if (e->type != MA_BUBBLE_ENTITY)
+				continue;
+			struct ma_bubble *b = ma_bubble_of_entity(e);
+			/* Held, b cannot go (it has ready threads) nor change state. */
+			if (!ma_spin_trylock(&b->hold.lock))
+				continue;
+			int ok = atomic_load(&b->status) == MA_BUBBLE_CLOSED && b->fixed_item < 0 &&
+				 b->e.sched_holder == &from->hold && b->queued && !ma_list_empty(&b->cache);
+			if (ok) {
+				unsigned threads = ma_sl_threads_rec(b);
+				ok = accept(threads > b->nb_cached ? threads : b->nb_cached, b->nb_cached, arg);
+			}
+			if (!ok) {
+				ma_spin_unlock(&b->hold.lock);
+				continue;
+			}
+			/* What ma_bubble_place does, from the old queue we already hold: its sched
+			 * holder changes under that queue's lock and b's. */
+			ma_rq_dequeue_locked(from, &b->e);
+			__atomic_store_n(&b->e.sched_holder, &to->hold, __ATOMIC_RELEASE);
+			ma_spin_unlock(&from->hold.lock);
+			MA_TRACE(MA_TR_STEAL, b->uid, from->level->id, from->name);
+			/* Still b's holder: b is locked. */
+			ma_rq_enqueue(to, &b->e);
+			ma_spin_unlock(&b->hold.lock);
+			return 1;
+		}
+	ma_spin_unlock(&from->hold.lock);
+	return 0;
+}
+
+int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg)
+{
+	if (from == to || !__atomic_load_n(&from->nr_ready, __ATOMIC_RELAXED))
+		return 0;
+	ma_spin_lock(&from->hold.lock);
+	for (int p = 0; p < MA_MAX_PRIO; p++)
+		for (struct ma_list *l = from->queue[p].next; l != &from->queue[p]; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+			if (e->type != MA_TASK_ENTITY)
+				continue;
+			struct marcel_task *t = ma_task_of_entity(e);
+			if (t->pinned || atomic_load_explicit(&t->suspend_req, memory_order_relaxed) ||
+			    e->sched_holder != &from->hold || !accept(1, 1, arg))
+				continue;
+			/* As ma_entity_move_to_holder: off the old queue and re-targeted under its
+			 * lock, then queued on the new one. */
+			ma_rq_dequeue_locked(from, e);
+			__atomic_store_n(&e->sched_holder, &to->hold, __ATOMIC_RELEASE);
+			ma_spin_unlock(&from->hold.lock);
+			MA_TRACE(MA_TR_STEAL, t->id, from->level->id, from->name);
+			ma_entity_enqueue(e);
+			return 1;
+		}
+	ma_spin_unlock(&from->hold.lock);
+	return 0;
+}
+
+/* Shared by the two below: b locked and closed; nh NULL or a queue. */
+static void ma_sl_set_holder_quiet(struct ma_bubble *b, struct ma_holder *nh)
+{
+	struct ma_holder *old = b->e.sched_holder;
+	if (old && old->type == MA_RUNQUEUE_HOLDER) {
+		struct ma_runqueue *orq = ma_rq_of_holder(old);
+		ma_spin_lock(&orq->hold.lock);
+		if (b->queued && b->e.ready_holder == &orq->hold)
+			ma_rq_dequeue_locked(orq, &b->e);
+		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+		ma_spin_unlock(&orq->hold.lock);
+	} else {
+		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+	}
+	b->queued = 0;
+}
+
+int ma_sl_unplace_closed(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->hold.lock);
+	int closed = atomic_load(&b->status) == MA_BUBBLE_CLOSED;
+	if (closed)
+		ma_sl_set_holder_quiet(b, NULL);
+	ma_spin_unlock(&b->hold.lock);
+	return closed ? 0 : EBUSY;
+}
+
+int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq)
+{
+	ma_spin_lock(&b->hold.lock);
+	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
+		ma_spin_unlock(&b->hold.lock);
+		return EBUSY;
+	}
+	ma_sl_set_holder_quiet(b, &rq->hold);
+	ma_spin_unlock(&b->hold.lock);
+	return 0;
+}

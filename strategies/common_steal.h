@@ -1,0 +1,71 @@
+/*
+ * What the cache, steal and gang strategies share beyond ma_strategy.h: the VPs and
+ * queues of a subtree, its load counted in threads, waking a thief, taking an entity
+ * queued in one subtree to another queue, and placing a bubble without queuing it.
+ * Locking as in bubbles/holder.c (ma_bubble.h): call these with no lock held unless
+ * said otherwise.
+ */
+#ifndef MA_COMMON_STEAL_H
+#define MA_COMMON_STEAL_H
+
+#include "ma_strategy.h"
+
+/* Number of VPs whose find_next looks at rq. */
+unsigned ma_sl_nb_vps(const struct ma_runqueue *rq) MA_HIDDEN;
+/* Whether VP v looks at rq. */
+int ma_sl_sees(const struct ma_runqueue *rq, unsigned v) MA_HIDDEN;
+/* rq and every queue below it (item queues top-down, then VP queues); returns the count
+ * (at most max). */
+unsigned ma_sl_queues(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
+/* The subtrees just below rq: child item queues with VPs, and the VP queues of the VPs
+ * whose item rq is. Returns the count (at most max). */
+unsigned ma_sl_kids(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
+
+/* Threads below rq, lock-free estimate: entities queued (a bubble counts one) plus VPs
+ * running something, not counting VP self (NULL: none). */
+unsigned long ma_sl_load(const struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
+/* The same, with each queued closed bubble counted as its ready threads (queues are
+ * locked one at a time; for idle VPs and placement decisions, not for hot paths). */
+unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
+
+/* Wakes one sleeping VP that does not look at rq, the nearest first, so that it comes
+ * to steal from rq's overloaded subtree; at most one every few hundred microseconds.
+ * Takes no lock: may be called from a sched hook. 1 if one was woken. */
+int ma_sl_kick_outside(const struct ma_runqueue *rq) MA_HIDDEN;
+/* Whether a VP that looks at rq is idle (polling or asleep): it will take rq's work. */
+int ma_sl_has_idle(const struct ma_runqueue *rq) MA_HIDDEN;
+
+/* Decides whether to take an entity of `threads` threads (whose `visible` ready threads
+ * are counted in the victim's load). */
+typedef int (*ma_sl_accept)(unsigned threads, unsigned visible, void *arg);
+/* Takes a closed bubble queued on `from` (the first `accept` agrees to) and queues it on
+ * `to`, closed. 1 if one was taken. */
+int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg) MA_HIDDEN;
+/* Takes a thread queued on `from` (not pinned) and queues it on `to`. 1 if one was taken. */
+int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg) MA_HIDDEN;
+
+/* Makes closed bubble b scheduled on rq without queuing it there, so that the caller can
+ * burst it on rq before any VP serves it. 0, or EBUSY if b is not closed. */
+int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
+/* Takes closed bubble b off the run queues (unplaced: its ready threads wait in it). 0, or
+ * EBUSY if b is not closed (ma_bubble_unplace does not check). */
+int ma_sl_unplace_closed(struct ma_bubble *b) MA_HIDDEN;
+
+/* A strategy's heartbeat: a private bubble, never inserted anywhere, whose regeneration
+ * timer (bubbles/regen.c) brings the strategy's tick hook back with it every period.
+ * Timers live on a worker's heap, so arming does nothing outside workers; arming an
+ * armed clock does nothing either. */
+struct ma_sl_clock {
+	marcel_bubble_t storage;
+	struct ma_bubble *b;
+};
+int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us) MA_HIDDEN;
+void ma_sl_clock_arm(struct ma_sl_clock *c) MA_HIDDEN;
+/* Disarms it; once it returns, its tick will not come. */
+void ma_sl_clock_stop(struct ma_sl_clock *c) MA_HIDDEN;
+static inline int ma_sl_clock_is(const struct ma_sl_clock *c, const struct ma_bubble *b)
+{
+	return c->b && c->b == b;
+}
+
+#endif

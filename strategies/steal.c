@@ -1,0 +1,214 @@
+/*
+ * steal: bubbles start closed where they are woken, and idle VPs steal work, whole
+ * bubbles first, from the nearest subtree that has more than they do.
+ *
+ * A woken bubble goes to the queue of the item its waker runs under at the bubble's
+ * sched_level (the machine's queue without one; where it last burst when it comes back
+ * from a regeneration). A VP that picks a closed bubble bursts it there if that subtree
+ * has room for its ready threads, or if it only holds sub-bubbles (they stay closed, so
+ * still stealable whole); otherwise it serves it closed and wakes a VP elsewhere to come
+ * and steal. An idle VP walks up its path: at each level, the sibling subtrees whose load
+ * per VP is above its own side's, most loaded first; from one it takes a queued closed
+ * bubble (to its own side's queue at that level), failing that a queued thread (to its
+ * own queue). It takes nothing that would leave its side above the victim: that is what
+ * keeps two half-loaded subtrees from passing a bubble back and forth.
+ *
+ * Idle VPs sleep, and work queued where every VP is busy wakes none of them: a heartbeat
+ * (every millisecond while any VP runs a thread) wakes one idle VP, the nearest, for each
+ * such place; a VP that stole wakes the next, while there is more to take.
+ */
+#include <stdlib.h>
+#include "common_steal.h"
+#include "ma_trace.h"
+
+/* Children of one item the idle walk looks at (wider items are rare; the rest wait). */
+#define MA_STEAL_MAXKIDS 256
+
+#define MA_STEAL_TICK_US 1000
+
+static struct ma_sl_clock ma_steal_clock;
+
+static struct ma_runqueue *ma_steal_home(struct ma_bubble *b)
+{
+	int last = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
+	if (last >= 0 && (unsigned)last < ma_rt.topo.nb_levels)
+		return &ma_rt.rqs[last];
+	int level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED);
+	struct ma_worker *w = ma_worker_self();
+	if (w && level)
+		return ma_strategy_level_rq(w, level);
+	return &ma_rt.rqs[0];
+}
+
+static void ma_steal_submit(struct ma_bubble *b)
+{
+	struct ma_runqueue *rq = ma_steal_home(b);
+	ma_bubble_place(b, rq);
+	struct ma_stats s;
+	ma_entity_stats(&b->e, &s, NULL);
+	/* b counts once in the queue's load; its other threads come on top. */
+	if ((long long)ma_sl_load(rq, NULL) + s.nb_threads - 1 > (long long)ma_sl_nb_vps(rq))
+		ma_sl_kick_outside(rq);
+	ma_sl_clock_arm(&ma_steal_clock);
+}
+
+static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
+				   struct ma_runqueue **to)
+{
+	(void)to;
+	/* On a VP's own queue it runs there anyway; closed, thieves can take it whole. */
+	if (rq->vp >= 0)
+		return MA_PICK_SERVE;
+	/* Read only: the bubble is met out of order, so only try-locked. */
+	if (!ma_spin_trylock(&b->hold.lock))
+		return MA_PICK_SERVE;
+	unsigned ready = b->nb_cached;
+	int threads = 0;
+	for (struct ma_list *l = b->members.next; l != &b->members && !threads; l = l->next)
+		threads = ma_container_of(l, struct ma_entity, member_node)->type == MA_TASK_ENTITY;
+	ma_spin_unlock(&b->hold.lock);
+	if (!threads)
+		return MA_PICK_BURST;
+	/* b itself is queued here: not load on top of its threads. */
+	long long others = (long long)ma_sl_load(rq, w) - 1;
+	if ((long long)ready + others <= (long long)ma_sl_nb_vps(rq))
+		return MA_PICK_BURST;
+	ma_sl_kick_outside(rq);
+	return MA_PICK_SERVE;
+}
+
+/* ---- idle VPs ---- */
+
+static int ma_steal_anyone_busy(void);
+
+/* An idle VP that found nothing keeps the heartbeat going while others work. */
+static void ma_steal_clock_maybe(void)
+{
+	if (ma_steal_anyone_busy())
+		ma_sl_clock_arm(&ma_steal_clock);
+}
+
+struct ma_steal_cmp {
+	long long mine, mine_vps, victim, victim_vps;
+};
+
+/* Taking `threads` threads must not leave us above the victim (per VP): then the victim
+ * could take them back at once. */
+static int ma_steal_accept(unsigned threads, unsigned visible, void *arg)
+{
+	const struct ma_steal_cmp *c = arg;
+	(void)visible;
+	long long x = threads;
+	return (c->mine + x) * c->victim_vps <= (c->victim - x) * c->mine_vps;
+}
+
+/* Tries to take work from subtree S for worker w, whose side at that level is `mine`. */
+static int ma_steal_from(struct ma_worker *w, struct ma_runqueue *mine, struct ma_runqueue *S,
+			 struct ma_steal_cmp *c)
+{
+	unsigned max = ma_rt.topo.nb_levels + ma_rt.nb_vps;
+	struct ma_runqueue **qs = malloc(max * sizeof(*qs));
+	if (!qs)
+		return 0;
+	unsigned n = ma_sl_queues(S, qs, max);
+	int got = 0;
+	/* Whole bubbles first: they keep their threads together on our side. */
+	for (unsigned i = 0; i < n && !got; i++)
+		got = ma_sl_take_bubble(qs[i], mine, ma_steal_accept, c);
+	for (unsigned i = 0; i < n && !got; i++)
+		got = ma_sl_take_thread(qs[i], &w->rq, ma_steal_accept, c);
+	free(qs);
+	return got;
+}
+
+static int ma_steal_vp_idle(struct ma_worker *w)
+{
+	struct ma_runqueue *kids[MA_STEAL_MAXKIDS];
+	for (unsigned i = 1; i < w->path_len; i++) {
+		struct ma_runqueue *A = w->path[i], *mine = w->path[i - 1];
+		unsigned n = ma_sl_kids(A, kids, MA_STEAL_MAXKIDS);
+		struct ma_steal_cmp c = { .mine = (long long)ma_sl_load_exact(mine, w),
+					  .mine_vps = ma_sl_nb_vps(mine) };
+		long long loads[MA_STEAL_MAXKIDS];
+		for (unsigned k = 0; k < n; k++)
+			loads[k] = kids[k] == mine ? -1 : (long long)ma_sl_load_exact(kids[k], w);
+		/* Most loaded sibling first (per VP); stop at those not above us. */
+		for (;;) {
+			int best = -1;
+			for (unsigned k = 0; k < n; k++)
+				if (loads[k] >= 0 &&
+				    (best < 0 || loads[k] * (long long)ma_sl_nb_vps(kids[best]) >
+							 loads[best] * (long long)ma_sl_nb_vps(kids[k])))
+					best = (int)k;
+			if (best < 0)
+				break;
+			struct ma_runqueue *S = kids[best];
+			c.victim = loads[best];
+			c.victim_vps = ma_sl_nb_vps(S);
+			loads[best] = -1;
+			if (c.victim * c.mine_vps <= c.mine * c.victim_vps)
+				break;
+			if (ma_steal_from(w, mine, S, &c)) {
+				/* Chain: the next idle VP comes for what is left. */
+				if (ma_sl_load(S, NULL) > ma_sl_nb_vps(S))
+					ma_sl_kick_outside(S);
+				return 1;
+			}
+		}
+	}
+	ma_steal_clock_maybe();
+	return 0;
+}
+
+/* Whether some VP runs a thread: only then can work appear that nobody sees. */
+static int ma_steal_anyone_busy(void)
+{
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		const struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[v].current, __ATOMIC_RELAXED);
+		if (cur && !cur->is_idle)
+			return 1;
+	}
+	return 0;
+}
+
+static void ma_steal_heartbeat(void)
+{
+	/* Work queued where no VP is idle: wake a thief for it, nearest first. */
+	for (unsigned i = 0; i < ma_rt.topo.nb_levels + ma_rt.nb_vps; i++) {
+		struct ma_runqueue *q = i < ma_rt.topo.nb_levels ? &ma_rt.rqs[i] : &ma_rt.workers[i - ma_rt.topo.nb_levels].rq;
+		if (__atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) && ma_sl_nb_vps(q) && !ma_sl_has_idle(q) &&
+		    ma_sl_kick_outside(q))
+			break;
+	}
+	if (ma_steal_anyone_busy())
+		ma_sl_clock_arm(&ma_steal_clock);
+}
+
+static void ma_steal_tick(struct ma_bubble *b)
+{
+	if (ma_sl_clock_is(&ma_steal_clock, b))
+		ma_steal_heartbeat();
+	else
+		ma_bubble_regenerate(b);
+}
+
+static int ma_steal_init(void)
+{
+	return ma_sl_clock_init(&ma_steal_clock, MA_STEAL_TICK_US);
+}
+
+static void ma_steal_exit(void)
+{
+	ma_sl_clock_stop(&ma_steal_clock);
+}
+
+const struct ma_strategy ma_strategy_steal = {
+	.name = "steal",
+	.description = "bubbles start closed where they are woken; idle VPs steal whole bubbles from the nearest loaded subtree first",
+	.init = ma_steal_init,
+	.exit = ma_steal_exit,
+	.submit = ma_steal_submit,
+	.tick = ma_steal_tick,
+	.vp_is_idle = ma_steal_vp_idle,
+	.sched = ma_steal_sched,
+};

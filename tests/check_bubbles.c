@@ -1,0 +1,487 @@
+/*
+ * Bubbles through the public API: the tree operations and their error codes, implicit
+ * children bubbles, join, barrier, statistics, snapshots, strategy selection, nesting
+ * under every strategy, and regeneration under burst.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include "ma_test.h"
+
+static atomic_int counter;
+static volatile int stop_flag;
+
+static any_t count_fn(any_t arg)
+{
+	atomic_fetch_add(&counter, 1);
+	return arg;
+}
+
+/* Busy until stop_flag, yielding now and then (cooperative mode). */
+static any_t busy_fn(any_t arg)
+{
+	unsigned long n = 0;
+	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED))
+		if (++n % 256 == 0)
+			marcel_yield();
+	return arg;
+}
+
+START_TEST(errors)
+{
+	ma_test_init();
+	marcel_bubble_t b, c;
+	ck_assert_int_eq(marcel_bubble_init(NULL), EINVAL);
+	ck_assert_int_eq(marcel_bubble_init(&marcel_root_bubble), EBUSY);
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	ck_assert_int_eq(marcel_bubble_init(&c), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&marcel_root_bubble), EBUSY);
+	ck_assert_int_eq(marcel_bubble_join(&marcel_root_bubble), EINVAL);
+	ck_assert_int_eq(marcel_wake_up_bubble(&marcel_root_bubble), EINVAL);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&b, &b), EINVAL);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&b, &marcel_root_bubble), EINVAL);
+	ck_assert_int_eq(marcel_bubble_inserttask(&b, marcel_self()), EINVAL); /* main */
+	ck_assert_int_eq(marcel_bubble_insertbubble(&b, &c), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&c, &b), EINVAL); /* a cycle */
+	marcel_bubble_t d;
+	ck_assert_int_eq(marcel_bubble_init(&d), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&d, &c), EBUSY); /* already in b */
+	ck_assert_int_eq(marcel_bubble_destroy(&b), EBUSY);          /* not empty */
+	ck_assert_int_eq(marcel_bubble_destroy(&c), EBUSY);          /* inserted */
+	ck_assert_int_eq(marcel_bubble_removebubble(&d, &c), ENOENT);
+	ck_assert_int_eq(marcel_bubble_removebubble(&b, &c), 0);
+	ck_assert_int_eq(marcel_bubble_setprio(&b, -1), EINVAL);
+	ck_assert_int_eq(marcel_bubble_setprio(&b, MA_MAX_PRIO), EINVAL);
+	ck_assert_int_eq(marcel_bubble_setprio(&b, MA_BATCH_PRIO), 0);
+	int v;
+	ck_assert_int_eq(marcel_bubble_getprio(&b, &v), 0);
+	ck_assert_int_eq(v, MA_BATCH_PRIO);
+	ck_assert_int_eq(marcel_bubble_setschedlevel(&b, MARCEL_LEVEL_NUMA | MARCEL_LEVEL_CORE), EINVAL);
+	ck_assert_int_eq(marcel_bubble_setschedlevel(&b, 1 << 20), EINVAL);
+	ck_assert_int_eq(marcel_bubble_setschedlevel(&b, MARCEL_LEVEL_NUMA), 0);
+	ck_assert_int_eq(marcel_bubble_getschedlevel(&b, &v), 0);
+	ck_assert_int_eq(v, MARCEL_LEVEL_NUMA);
+	ck_assert_int_eq(marcel_bubble_scheduleonlevel(&b, marcel_topo_nbitems()), EINVAL);
+	ck_assert_int_eq(marcel_bubble_destroy(&c), 0);
+	ck_assert_int_eq(marcel_bubble_setid(&c, 3), EINVAL); /* destroyed */
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&d), 0);
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &marcel_root_bubble), EINVAL);
+	ck_assert_int_eq(marcel_task_stats_get(marcel_self(), 99, &(long long){ 0 }), EINVAL);
+	marcel_end();
+}
+END_TEST
+
+/* The slides' example: dontsched threads inserted, the bubble woken, one more inserted
+ * after the wake-up; join waits for all of them. Also a static initializer bubble. */
+static marcel_bubble_t static_bubble = MARCEL_BUBBLE_INITIALIZER;
+
+START_TEST(slides_example)
+{
+	ma_test_init();
+	atomic_store(&counter, 0);
+	marcel_bubble_t *b = &static_bubble;
+	marcel_t t1, t2;
+	ck_assert_int_eq(marcel_create_dontsched(&t1, NULL, count_fn, NULL), 0);
+	ck_assert_int_eq(marcel_create_dontsched(&t2, NULL, count_fn, NULL), 0);
+	ck_assert_int_eq(marcel_bubble_inserttask(b, t1), 0);
+	ck_assert_ptr_eq(marcel_bubble_holding_task(t1), b);
+	ck_assert_int_eq(marcel_wake_up_bubble(b), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(b), EALREADY);
+	ck_assert_int_eq(marcel_bubble_inserttask(b, t2), 0);
+	ck_assert_int_eq(marcel_join(t1, NULL), 0);
+	ck_assert_int_eq(marcel_join(t2, NULL), 0);
+	ck_assert_int_eq(atomic_load(&counter), 2);
+	ck_assert_int_eq(marcel_bubble_join(b), 0);
+	ck_assert_ptr_null(marcel_bubble_holding_bubble(b));
+	ck_assert_int_eq(marcel_bubble_destroy(b), 0);
+	/* Threads created in a bubble not woken yet start with it. */
+	marcel_bubble_t c;
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_bubble_init(&c), 0);
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &c), 0);
+	marcel_t t[8];
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(marcel_create(&t[i], &a, count_fn, NULL), 0);
+	marcel_usleep(2000);
+	ck_assert_int_eq(atomic_load(&counter), 2);
+	long long n;
+	ck_assert_int_eq(marcel_bubble_stats_get(&c, MARCEL_STATS_NB_THREADS, &n), 0);
+	ck_assert_int_eq(n, 8);
+	ck_assert_int_eq(marcel_wake_up_bubble(&c), 0);
+	ck_assert_int_eq(marcel_bubble_join(&c), 0);
+	ck_assert_int_eq(atomic_load(&counter), 10);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&c), 0);
+	marcel_end();
+}
+END_TEST
+
+/* Creation trees become bubble trees. */
+static any_t parent_fn(any_t arg)
+{
+	marcel_t kid;
+	ck_assert_int_eq(marcel_create(&kid, NULL, count_fn, NULL), 0);
+	marcel_bubble_t *mine = marcel_bubble_children();
+	ck_assert_ptr_nonnull(mine);
+	ck_assert_ptr_eq(marcel_bubble_holding_task(kid), mine);
+	ck_assert_ptr_eq(marcel_bubble_holding_bubble(mine), marcel_bubble_holding_task(marcel_self()));
+	/* inheritholder: a sibling instead. */
+	marcel_attr_t a;
+	marcel_attr_init(&a);
+	marcel_attr_setinheritholder(&a, 1);
+	marcel_t sib;
+	ck_assert_int_eq(marcel_create(&sib, &a, count_fn, NULL), 0);
+	ck_assert_ptr_eq(marcel_bubble_holding_task(sib), marcel_bubble_holding_task(marcel_self()));
+	marcel_join(kid, NULL);
+	marcel_join(sib, NULL);
+	return arg;
+}
+
+START_TEST(children_bubbles)
+{
+	ma_test_init();
+	ck_assert_ptr_eq(marcel_bubble_holding_task(marcel_self()), &marcel_root_bubble);
+	marcel_t p;
+	ck_assert_int_eq(marcel_create(&p, NULL, parent_fn, NULL), 0);
+	ck_assert_ptr_eq(marcel_bubble_holding_bubble(marcel_bubble_holding_task(p)), &marcel_root_bubble);
+	ck_assert_int_eq(marcel_join(p, NULL), 0);
+	marcel_end();
+}
+END_TEST
+
+/* Nested bubbles, depth 6, 4096 threads, under every strategy. */
+static void build_tree(marcel_bubble_t *b, int depth, marcel_bubble_t **pool, marcel_t **threads)
+{
+	if (depth == 6) {
+		for (int i = 0; i < 64; i++) {
+			marcel_t t;
+			ck_assert_int_eq(marcel_create_dontsched(&t, NULL, count_fn, NULL), 0);
+			ck_assert_int_eq(marcel_bubble_inserttask(b, t), 0);
+			*(*threads)++ = t;
+		}
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		marcel_bubble_t *c = (*pool)++;
+		ck_assert_int_eq(marcel_bubble_init(c), 0);
+		ck_assert_int_eq(marcel_bubble_insertbubble(b, c), 0);
+		build_tree(c, depth + 1, pool, threads);
+	}
+}
+
+START_TEST(nested_4096)
+{
+	const marcel_bubble_sched_t *s = marcel_bubble_sched_nth((unsigned)_i);
+	ck_assert_ptr_nonnull(s);
+	setenv("MARCEL_BUBBLE_SCHEDULER", marcel_bubble_sched_name(s), 1);
+	ma_test_init();
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	ck_assert_str_eq(marcel_bubble_sched_name(marcel_bubble_current_sched()), marcel_bubble_sched_name(s));
+	atomic_store(&counter, 0);
+	static marcel_bubble_t pool[128];
+	static marcel_t threads[4096];
+	marcel_bubble_t top, *p = pool;
+	marcel_t *tp = threads;
+	ck_assert_int_eq(marcel_bubble_init(&top), 0);
+	build_tree(&top, 1, &p, &tp);
+	ck_assert_int_eq(tp - threads, 2048);
+	long long n;
+	ck_assert_int_eq(marcel_bubble_stats_get(&top, MARCEL_STATS_NB_THREADS, &n), 0);
+	ck_assert_int_eq(n, 2048);
+	/* And a second tree of the same shape woken after sched_begin. */
+	marcel_bubble_t top2;
+	ck_assert_int_eq(marcel_bubble_init(&top2), 0);
+	build_tree(&top2, 1, &p, &tp);
+	ck_assert_int_eq(tp - threads, 4096);
+	ck_assert_int_eq(marcel_wake_up_bubble(&top), 0);
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&top2), 0);
+	ck_assert_int_eq(marcel_bubble_join(&top), 0);
+	ck_assert_int_eq(marcel_bubble_join(&top2), 0);
+	ck_assert_int_eq(atomic_load(&counter), 4096);
+	for (int i = 0; i < 4096; i++)
+		ck_assert_int_eq(marcel_join(threads[i], NULL), 0);
+	marcel_end();
+}
+END_TEST
+
+/* Bubble barrier: exactly one serial thread per round. */
+static marcel_bubble_t bar_bubble;
+static atomic_int serials;
+
+static any_t barrier_fn(any_t arg)
+{
+	for (int r = 0; r < 50; r++)
+		if (marcel_bubble_barrier(&bar_bubble) == MARCEL_BARRIER_SERIAL_THREAD)
+			atomic_fetch_add(&serials, 1);
+	return arg;
+}
+
+START_TEST(bubble_barrier)
+{
+	ma_test_init();
+	atomic_store(&serials, 0);
+	ck_assert_int_eq(marcel_bubble_init(&bar_bubble), 0);
+	ck_assert_int_eq(marcel_bubble_barrier(&bar_bubble), EPERM); /* main is not in it */
+	marcel_t t[4];
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(marcel_create_dontsched(&t[i], NULL, barrier_fn, NULL), 0);
+		ck_assert_int_eq(marcel_bubble_inserttask(&bar_bubble, t[i]), 0);
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&bar_bubble), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(atomic_load(&serials), 50);
+	ck_assert_int_eq(marcel_bubble_join(&bar_bubble), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&bar_bubble), 0);
+	marcel_end();
+}
+END_TEST
+
+START_TEST(stats_and_snapshot)
+{
+	ma_test_init();
+	stop_flag = 0;
+	marcel_bubble_t b;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	ck_assert_int_eq(marcel_bubble_setid(&b, 42), 0);
+	marcel_t t[3];
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(marcel_create_dontsched(&t[i], NULL, busy_fn, NULL), 0);
+		ck_assert_int_eq(marcel_bubble_inserttask(&b, t[i]), 0);
+	}
+	ck_assert_int_eq(marcel_task_stats_set(t[0], MARCEL_STATS_LOAD, 5), 0);
+	ck_assert_int_eq(marcel_task_stats_set(t[0], MARCEL_STATS_CPU_TIME, 5), EINVAL);
+	long long v;
+	ck_assert_int_eq(marcel_bubble_stats_get(&b, MARCEL_STATS_LOAD, &v), 0);
+	ck_assert_int_eq(v, 7);
+	ck_assert_int_eq(marcel_bubble_stats_set(&b, MARCEL_STATS_LOAD, 100), 0);
+	ck_assert_int_eq(marcel_bubble_stats_get(&b, MARCEL_STATS_LOAD, &v), 0);
+	ck_assert_int_eq(v, 100);
+	void *mem = marcel_malloc_on_node(1 << 20, marcel_nbnodes() - 1);
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_int_eq(marcel_bubble_attach_memory(&b, mem, 1 << 20), 0);
+	size_t bytes;
+	ck_assert_int_eq(marcel_bubble_memory_on_node(&b, marcel_nbnodes() - 1, &bytes), 0);
+	ck_assert_uint_eq(bytes, 1 << 20);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	/* 16 VPs may share 2 processors: wait until the thread has run. */
+	v = 0;
+	for (int i = 0; i < 400 && v <= 0; i++) {
+		marcel_usleep(5000);
+		ck_assert_int_eq(marcel_task_stats_get(t[1], MARCEL_STATS_CPU_TIME, &v), 0);
+	}
+	ck_assert_int_gt(v, 0);
+	ck_assert_int_eq(marcel_task_stats_get(t[1], MARCEL_STATS_LAST_VP, &v), 0);
+	ck_assert_int_ge(v, 0);
+	ck_assert_int_lt(v, (int)marcel_nbvps());
+
+	struct marcel_snapshot *s = marcel_sched_snapshot();
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->nb_vps, marcel_nbvps());
+	ck_assert_uint_eq(s->nb_queues, marcel_topo_nbitems() + marcel_nbvps());
+	ck_assert_str_eq(s->entities[0].name, "root");
+	int be = marcel_snapshot_find_bubble(s, &b);
+	ck_assert_int_ge(be, 0);
+	ck_assert_int_eq(s->entities[be].id, 42);
+	ck_assert_int_eq(s->entities[be].nb_threads, 3);
+	ck_assert_int_eq(s->entities[be].memory, 1 << 20);
+	for (int i = 0; i < 3; i++) {
+		int e = marcel_snapshot_find_thread(s, t[i]);
+		ck_assert_int_ge(e, 0);
+		ck_assert_int_eq(s->entities[e].parent, be);
+		ck_assert_int_ge(s->entities[e].queue, 0); /* placed somewhere */
+	}
+	/* Every VP queue's running thread says it runs there. */
+	for (unsigned q = 0; q < s->nb_queues; q++)
+		if (s->queues[q].running >= 0)
+			ck_assert_int_eq(s->entities[s->queues[q].running].running_vp, s->queues[q].vp);
+	FILE *f = tmpfile();
+	ck_assert_int_eq(marcel_sched_snapshot_write_json(s, f), 0);
+	ck_assert_int_gt(ftell(f), 100);
+	fclose(f);
+	marcel_sched_snapshot_free(s);
+	stop_flag = 1;
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	marcel_free_on_node(mem, 1 << 20);
+	marcel_end();
+}
+END_TEST
+
+START_TEST(scheduler_selection)
+{
+	/* Unknown name: init fails and says which names exist. */
+	setenv("MARCEL_BUBBLE_SCHEDULER", "nosuch", 1);
+	struct ma_test_capture c;
+	char msg[1024];
+	ma_test_capture_begin(&c);
+	int e = marcel_init(NULL, NULL);
+	ma_test_capture_end(&c, msg, sizeof(msg));
+	ck_assert_int_eq(e, EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "nosuch"));
+	ck_assert_ptr_nonnull(strstr(msg, "burst"));
+	ck_assert_ptr_nonnull(strstr(msg, "null"));
+	/* list: prints and exits 0. */
+	setenv("MARCEL_BUBBLE_SCHEDULER", "list", 1);
+	pid_t pid = fork();
+	if (!pid) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(3);
+		marcel_init(NULL, NULL);
+		_exit(2);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	/* Aliases, and a change at run time. */
+	setenv("MARCEL_BUBBLE_SCHEDULER", "explode", 1);
+	ma_test_init();
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	ck_assert_str_eq(marcel_bubble_sched_name(marcel_bubble_current_sched()), "burst");
+	const marcel_bubble_sched_t *null = marcel_lookup_bubble_scheduler("null");
+	ck_assert_ptr_nonnull(null);
+	ck_assert_ptr_null(marcel_lookup_bubble_scheduler("nosuch"));
+	ck_assert_ptr_eq(marcel_bubble_change_sched(null), marcel_lookup_bubble_scheduler("burst"));
+	ck_assert_ptr_eq(marcel_bubble_current_sched(), null);
+	ck_assert_ptr_null(marcel_bubble_change_sched(NULL));
+	FILE *f = tmpfile();
+	ck_assert_int_eq(marcel_bubble_list_schedulers(f), 0);
+	ck_assert_int_gt(ftell(f), 40);
+	fclose(f);
+	marcel_end();
+}
+END_TEST
+
+/* Regeneration: an outer bubble of four sub-bubbles (4 threads each, one NUMA node each)
+ * spreads over two nodes; the sub-bubbles of one node end, and that node gets work back
+ * within two bubble time slices. */
+static int group_stop[4];
+
+static any_t group_fn(any_t arg)
+{
+	int *flag = arg;
+	unsigned long n = 0;
+	while (!__atomic_load_n(flag, __ATOMIC_RELAXED))
+		if (++n % 256 == 0)
+			marcel_yield();
+	return NULL;
+}
+
+/* The NUMA node (item id) a sub-bubble's running threads are on, -1 if none runs or they
+ * straddle nodes. */
+static int group_node(const struct marcel_snapshot *s, marcel_t *t)
+{
+	int node = -1;
+	for (int k = 0; k < 4; k++) {
+		int e = marcel_snapshot_find_thread(s, t[k]);
+		if (e < 0 || s->entities[e].running_vp < 0)
+			continue;
+		int n = marcel_topo_vp_ancestor((unsigned)s->entities[e].running_vp, MARCEL_LEVEL_NUMA);
+		if (node >= 0 && n != node)
+			return -2;
+		node = n;
+	}
+	return node;
+}
+
+START_TEST(regeneration)
+{
+	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
+	setenv("MARCEL_BUBBLE_SCHEDULER", "burst", 1);
+	ma_test_init();
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	unsetenv("MARCEL_TOPOLOGY");
+	marcel_bubble_t outer, sub[4];
+	marcel_t t[16];
+	const unsigned long slice_us = 50000;
+	long scale = ma_test_scale_div() > 1 ? 5 : 1;
+	ck_assert_int_eq(marcel_bubble_init(&outer), 0);
+	ck_assert_int_eq(marcel_bubble_settimeslice(&outer, slice_us), 0);
+	for (int i = 0; i < 4; i++) {
+		group_stop[i] = 0;
+		ck_assert_int_eq(marcel_bubble_init(&sub[i]), 0);
+		ck_assert_int_eq(marcel_bubble_settimeslice(&sub[i], slice_us), 0);
+		ck_assert_int_eq(marcel_bubble_setschedlevel(&sub[i], MARCEL_LEVEL_NUMA), 0);
+		ck_assert_int_eq(marcel_bubble_insertbubble(&outer, &sub[i]), 0);
+		for (int k = 0; k < 4; k++) {
+			ck_assert_int_eq(marcel_create_dontsched(&t[i * 4 + k], NULL, group_fn, &group_stop[i]), 0);
+			ck_assert_int_eq(marcel_bubble_inserttask(&sub[i], t[i * 4 + k]), 0);
+		}
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&outer), 0);
+	/* Wait until sub-bubble 0 runs on one node, and end every sub-bubble there. */
+	int node = -1;
+	for (int tries = 0; tries < 400 && node < 0; tries++) {
+		marcel_usleep(5000);
+		struct marcel_snapshot *s = marcel_sched_snapshot();
+		ck_assert_ptr_nonnull(s);
+		node = group_node(s, &t[0]);
+		if (node >= 0)
+			for (int i = 0; i < 4; i++)
+				if (group_node(s, &t[i * 4]) == node)
+					__atomic_store_n(&group_stop[i], 1, __ATOMIC_RELAXED);
+		marcel_sched_snapshot_free(s);
+	}
+	ck_assert_int_ge(node, 0);
+	int left = 0;
+	for (int i = 0; i < 4; i++)
+		left += !group_stop[i];
+	/* The survivors must reach the emptied node within two slices. */
+	int reached = left == 0;
+	for (long waited = 0; waited < (long)(2 * slice_us) * scale + 20000 && !reached; waited += 5000) {
+		marcel_usleep(5000);
+		struct marcel_snapshot *s = marcel_sched_snapshot();
+		ck_assert_ptr_nonnull(s);
+		for (unsigned q = 0; q < s->nb_queues && !reached; q++)
+			if (s->queues[q].vp >= 0 && s->queues[q].running >= 0 &&
+			    marcel_topo_vp_ancestor((unsigned)s->queues[q].vp, MARCEL_LEVEL_NUMA) == node)
+				reached = 1;
+		marcel_sched_snapshot_free(s);
+	}
+	ck_assert_msg(reached, "NUMA item %d stayed idle for more than two bubble time slices", node);
+	for (int i = 0; i < 4; i++)
+		__atomic_store_n(&group_stop[i], 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 16; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&outer), 0);
+	marcel_end();
+}
+END_TEST
+
+static void populate_api(TCase *tc)
+{
+	tcase_add_test(tc, errors);
+	tcase_add_test(tc, slides_example);
+	tcase_add_test(tc, children_bubbles);
+	tcase_add_test(tc, bubble_barrier);
+	tcase_add_test(tc, stats_and_snapshot);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("bubbles");
+	ma_test_add_both(s, "api", populate_api, 60);
+	TCase *tc = tcase_create("nested");
+	unsigned n = 0;
+	while (marcel_bubble_sched_nth(n))
+		n++;
+	tcase_add_loop_test(tc, nested_4096, 0, (int)n);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("strategies");
+	tcase_add_test(tc, scheduler_selection);
+	tcase_add_test(tc, regeneration);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return ma_test_run(s);
+}
