@@ -564,6 +564,3 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 	}
 	return NULL;
 }
-
-/* TEMP until preempt.c lands */
-__attribute__((weak)) void ma_preempt_request(struct ma_worker *w) { (void)w; }

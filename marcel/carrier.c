@@ -18,6 +18,7 @@
 #include <string.h>
 #include "ma_bubble.h"
 #include "ma_sanitizer.h"
+#include "ma_preempt.h"
 
 #define MA_CARRIER_STACK_SIZE ((size_t)64 * 1024)
 
@@ -171,7 +172,10 @@ static void *ma_carrier_thread(void *arg)
 	if (ma_altstack_setup(&c->altstack, 0))
 		fprintf(stderr, "marcel: warning: no signal stack for a worker kernel thread: stack "
 				"overflows there will not be reported\n");
+	/* After the signal stack: the preemption handler runs on it. */
+	ma_preempt_thread_start(c);
 	ma_carrier_loop(c, NULL);
+	ma_preempt_thread_end(c);
 	ma_altstack_teardown(&c->altstack, 0);
 	ma_tls_carrier = NULL;
 	ma_tls_worker = NULL;

@@ -10,6 +10,7 @@
 #include "ma_strategy.h"
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
+#include "ma_preempt.h"
 
 #define MA_IDLE_SPIN_US 50
 
@@ -197,6 +198,16 @@ int marcel_init(int *argc, char **argv)
 		ma_trace_stop();
 		return e;
 	}
+	/* Prints why on failure (a time slice where preemption cannot work). */
+	if ((e = ma_preempt_start())) {
+		ma_strategies_stop();
+		ma_carriers_stop();
+		ma_bubbles_stop();
+		ma_overflow_handler_remove();
+		ma_runtime_free();
+		ma_trace_stop();
+		return e;
+	}
 	return 0;
 }
 
@@ -257,6 +268,9 @@ void marcel_end(void)
 		marcel_usleep(20);
 	}
 
+	/* No user thread is left: main must not be switched out while it takes the runtime
+	 * down. */
+	ma_preempt_stop();
 	ma_strategies_stop();
 	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
 	m->e.sched_holder = &ma_rt.workers[0].rq.hold;

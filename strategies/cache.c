@@ -84,7 +84,7 @@ static int ma_cn_build(struct ma_cplan *p, struct ma_entity *e)
 		return -1;
 	if (e->type == MA_TASK_ENTITY) {
 		struct marcel_task *t = ma_task_of_entity(e);
-		int s = atomic_load(&t->state), vp = t->last_vp;
+		int s = atomic_load(&t->state), vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
 		struct ma_cn *c = &p->n[i];
 		c->load = e->load_hint >= 0 ? e->load_hint : 1;
 		c->movable = !t->pinned && s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;

@@ -83,20 +83,39 @@ unsigned ma_sl_kids(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned m
 	return n;
 }
 
-/* VPs below rq running a thread, self excluded. */
-static unsigned long ma_sl_busy(const struct ma_runqueue *rq, const struct ma_worker *self)
+/* Whether queue q is rq or lies below it. */
+static int ma_sl_within(const struct ma_runqueue *q, const struct ma_runqueue *rq)
 {
-	unsigned lo, hi;
+	for (; q; q = q->father)
+		if (q == rq)
+			return 1;
+	return 0;
+}
+
+/* Running threads that belong below rq, wherever they run (self's excluded): a thread
+ * moved or stolen runs on its old VP until its next yield, and counting it where it runs
+ * would make both sides look wrong meanwhile -- and send thieves after it. A thread of a
+ * queue above rq (main, on the machine's) is nobody's load: it runs wherever a VP is
+ * free. Read without locks (descriptors stay mapped): an estimate. */
+unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker *self,
+			    const struct ma_bubble *except)
+{
 	unsigned long n = 0;
-	ma_sl_range(rq, &lo, &hi);
-	for (unsigned v = lo; v < hi; v++) {
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		if (o == self || !ma_sl_sees(rq, v))
-			continue;
-		/* Not the state: a worker looking for work is busy too, and a plan made when
-		 * a bubble's threads have just come back must see their VPs free. */
+		/* Not the worker state: a worker looking for work is busy too. */
 		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_RELAXED);
-		n += cur && !cur->is_idle;
+		if (o == self || !cur || cur->is_idle)
+			continue;
+		struct ma_holder *h = __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED);
+		if (except && h == &except->hold)
+			continue;
+		if (h && h->type == MA_BUBBLE_HOLDER)
+			h = __atomic_load_n(&ma_bubble_of_holder(h)->e.sched_holder, __ATOMIC_RELAXED);
+		if (!h || h->type != MA_RUNQUEUE_HOLDER)
+			n += ma_sl_sees(rq, v);
+		else
+			n += ma_sl_within(ma_rq_of_holder(h), rq);
 	}
 	return n;
 }
@@ -107,9 +126,16 @@ static void ma_sl_add_queued(struct ma_runqueue *rq, void *arg)
 				 (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
 }
 
+unsigned long ma_sl_queued(const struct ma_runqueue *rq)
+{
+	unsigned long n = 0;
+	ma_sl_each((struct ma_runqueue *)rq, ma_sl_add_queued, &n);
+	return n;
+}
+
 unsigned long ma_sl_load(const struct ma_runqueue *rq, const struct ma_worker *self)
 {
-	unsigned long load = ma_sl_busy(rq, self);
+	unsigned long load = ma_sl_running(rq, self, NULL);
 	ma_sl_each((struct ma_runqueue *)rq, ma_sl_add_queued, &load);
 	return load;
 }
@@ -142,7 +168,7 @@ static void ma_sl_add_ready(struct ma_runqueue *q, void *arg)
 
 unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *self)
 {
-	unsigned long load = ma_sl_busy(rq, self);
+	unsigned long load = ma_sl_running(rq, self, NULL);
 	ma_sl_each(rq, ma_sl_add_ready, &load);
 	return load;
 }
@@ -198,34 +224,46 @@ int ma_sl_has_idle(const struct ma_runqueue *rq)
 
 int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us)
 {
+	/* c->lock is not initialised here: a clock is static (zero: unlocked), and a worker
+	 * may still be leaving a hook of the previous selection. */
+	ma_spin_lock(&c->lock);
+	c->on = 0;
 	c->b = NULL;
+	ma_spin_unlock(&c->lock);
 	int e = marcel_bubble_init(&c->storage);
 	if (e)
 		return e;
+	ma_spin_lock(&c->lock);
 	c->b = ma_bubble_of(&c->storage);
 	c->b->timeslice_us = period_us;
+	c->on = 1;
+	ma_spin_unlock(&c->lock);
 	return 0;
 }
 
 void ma_sl_clock_arm(struct ma_sl_clock *c)
 {
 	struct ma_worker *w = ma_worker_self();
-	if (w && c->b)
+	if (!w)
+		return;
+	ma_spin_lock(&c->lock);
+	if (c->on)
 		ma_bubble_regen_arm(w, c->b);
+	ma_spin_unlock(&c->lock);
 }
 
 void ma_sl_clock_stop(struct ma_sl_clock *c)
 {
-	if (c->b)
+	ma_spin_lock(&c->lock);
+	if (c->on)
 		ma_bubble_regen_cancel(c->b);
+	c->on = 0;
+	ma_spin_unlock(&c->lock);
 }
 
 /* ---- stealing ---- */
 
-/* Threads of closed bubble b (locked, met on a locked queue), alive and started; `ready`
- * receives how many wait in its cache. Sub-bubbles are only try-locked (we hold a queue):
- * one that is busy counts as one thread. */
-static unsigned ma_sl_threads_rec(struct ma_bubble *b)
+unsigned ma_sl_threads_locked(struct ma_bubble *b)
 {
 	unsigned n = 0;
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
@@ -240,7 +278,7 @@ static unsigned ma_sl_threads_rec(struct ma_bubble *b)
 			n++;
 			continue;
 		}
-		n += ma_sl_threads_rec(sb);
+		n += ma_sl_threads_locked(sb);
 		ma_spin_unlock(&sb->hold.lock);
 	}
 	return n;
@@ -263,7 +301,7 @@ int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_ac
 			int ok = atomic_load(&b->status) == MA_BUBBLE_CLOSED && b->fixed_item < 0 &&
 				 b->e.sched_holder == &from->hold && b->queued && !ma_list_empty(&b->cache);
 			if (ok) {
-				unsigned threads = ma_sl_threads_rec(b);
+				unsigned threads = ma_sl_threads_locked(b);
 				ok = accept(threads > b->nb_cached ? threads : b->nb_cached, b->nb_cached, arg);
 			}
 			if (!ok) {

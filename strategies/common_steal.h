@@ -14,6 +14,8 @@
 unsigned ma_sl_nb_vps(const struct ma_runqueue *rq) MA_HIDDEN;
 /* Whether VP v looks at rq. */
 int ma_sl_sees(const struct ma_runqueue *rq, unsigned v) MA_HIDDEN;
+/* Entities queued on rq and the queues below it (lock-free estimate). */
+unsigned long ma_sl_queued(const struct ma_runqueue *rq) MA_HIDDEN;
 /* rq and every queue below it (item queues top-down, then VP queues); returns the count
  * (at most max). */
 unsigned ma_sl_queues(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
@@ -21,8 +23,13 @@ unsigned ma_sl_queues(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned
  * whose item rq is. Returns the count (at most max). */
 unsigned ma_sl_kids(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
 
-/* Threads below rq, lock-free estimate: entities queued (a bubble counts one) plus VPs
- * running something, not counting VP self (NULL: none). */
+/* Threads running (anywhere) that belong below rq: scheduled on a queue of rq's subtree
+ * or in a closed bubble placed there (those of queues above rq belong to no subtree).
+ * Not self's, nor those of closed bubble `except` (NULL: none). Lock-free estimate. */
+unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker *self,
+			    const struct ma_bubble *except) MA_HIDDEN;
+/* Threads below rq, lock-free estimate: entities queued (a bubble counts one) plus the
+ * running ones (ma_sl_running, nothing excepted). */
 unsigned long ma_sl_load(const struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
 /* The same, with each queued closed bubble counted as its ready threads (queues are
  * locked one at a time; for idle VPs and placement decisions, not for hot paths). */
@@ -34,6 +41,10 @@ unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *s
 int ma_sl_kick_outside(const struct ma_runqueue *rq) MA_HIDDEN;
 /* Whether a VP that looks at rq is idle (polling or asleep): it will take rq's work. */
 int ma_sl_has_idle(const struct ma_runqueue *rq) MA_HIDDEN;
+
+/* Threads of bubble b's subtree, alive and started; b is locked, maybe on a locked queue,
+ * so sub-bubbles are only try-locked: one that is busy counts as one thread. */
+unsigned ma_sl_threads_locked(struct ma_bubble *b) MA_HIDDEN;
 
 /* Decides whether to take an entity of `threads` threads (whose `visible` ready threads
  * are counted in the victim's load). */
@@ -51,17 +62,22 @@ int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
  * EBUSY if b is not closed (ma_bubble_unplace does not check). */
 int ma_sl_unplace_closed(struct ma_bubble *b) MA_HIDDEN;
 
-/* A strategy's heartbeat: a private bubble, never inserted anywhere, whose regeneration
+/* A strategy's heartbeat (static storage): a private bubble, never inserted anywhere, whose regeneration
  * timer (bubbles/regen.c) brings the strategy's tick hook back with it every period.
  * Timers live on a worker's heap, so arming does nothing outside workers; arming an
  * armed clock does nothing either. */
 struct ma_sl_clock {
 	marcel_bubble_t storage;
 	struct ma_bubble *b;
+	/* Serialises arming and stopping: regen.c marks a bubble armed before its timer is,
+	 * and a worker may still be in a hook of the strategy being stopped. */
+	ma_spinlock_t lock;
+	int on;
 };
 int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us) MA_HIDDEN;
 void ma_sl_clock_arm(struct ma_sl_clock *c) MA_HIDDEN;
-/* Disarms it; once it returns, its tick will not come. */
+/* Disarms it for good (until the next init); its tick may still run once if it was
+ * already on its way (then the tick meets whatever strategy is current). */
 void ma_sl_clock_stop(struct ma_sl_clock *c) MA_HIDDEN;
 static inline int ma_sl_clock_is(const struct ma_sl_clock *c, const struct ma_bubble *b)
 {

@@ -23,8 +23,10 @@
 #define MA_GANG_SLICE_US 10000
 #define MA_GANG_TICK_US 1000
 
-/* Protects the state below; taken with no other lock held, before bubble locks. */
+/* Protects the state below; taken with no other lock held, before bubble locks. Static
+ * (zero: unlocked) and never re-initialised: a late heartbeat may hold it. */
 static ma_spinlock_t ma_gang_lock;
+static int ma_gang_on;                 /* selected: a late heartbeat or hook does nothing */
 static struct ma_bubble *ma_gang_cur;  /* burst or being gathered; read by sched unlocked */
 static uint64_t ma_gang_cur_uid;       /* to recognise it (its storage may be reused) */
 static uint64_t ma_gang_since;         /* when it was burst */
@@ -117,7 +119,7 @@ static void ma_gang_scan(struct ma_gang_scan *sc)
 static void ma_gang_advance(void)
 {
 	ma_spin_lock(&ma_gang_lock);
-	if (ma_gang_cur) {
+	if (ma_gang_cur || !ma_gang_on) {
 		ma_spin_unlock(&ma_gang_lock);
 		return;
 	}
@@ -144,6 +146,10 @@ static void ma_gang_advance(void)
 static void ma_gang_heartbeat(void)
 {
 	ma_spin_lock(&ma_gang_lock);
+	if (!ma_gang_on) {
+		ma_spin_unlock(&ma_gang_lock);
+		return;
+	}
 	struct ma_gang_scan sc = { .cur = ma_gang_cur, .cur_uid = ma_gang_cur_uid, .after = ma_gang_last_uid };
 	ma_gang_scan(&sc);
 	struct ma_bubble *g = ma_gang_cur, *gather = NULL;
@@ -172,16 +178,28 @@ static void ma_gang_heartbeat(void)
 
 /* ---- hooks ---- */
 
+/* On its parent's queue, as without a strategy. */
+static void ma_gang_place_plain(struct ma_bubble *b)
+{
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
+	ma_bubble_place(b, h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0]);
+}
+
 static void ma_gang_submit(struct ma_bubble *b)
 {
+	/* Part of the running gang (or of no gang): as usual. */
 	if (!ma_gang_is(b)) {
-		/* Part of the running gang (or of no gang): on its parent's queue, as usual. */
-		struct ma_bubble *p = ma_entity_parent(&b->e);
-		struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
-		ma_bubble_place(b, h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0]);
+		ma_gang_place_plain(b);
 		return;
 	}
 	ma_spin_lock(&ma_gang_lock);
+	if (!ma_gang_on) {
+		/* A late call while another strategy takes over: not left off the queues. */
+		ma_spin_unlock(&ma_gang_lock);
+		ma_gang_place_plain(b);
+		return;
+	}
 	if (ma_gang_cur == b) {
 		if (atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
 			ma_spin_unlock(&ma_gang_lock);
@@ -202,6 +220,7 @@ static void ma_gang_submit(struct ma_bubble *b)
  * submit), closed ones leave the queues. */
 static void ma_gang_start(void)
 {
+	/* Past 256 gangs, the others keep their placement until their next submit. */
 	struct ma_bubble *all[256];
 	struct ma_gang_scan sc = { .all = all, .max_all = 256 };
 	ma_gang_scan(&sc);
@@ -242,17 +261,22 @@ static enum ma_pick ma_gang_sched(struct ma_worker *w, struct ma_runqueue *rq, s
 
 static int ma_gang_init(void)
 {
-	ma_spin_init(&ma_gang_lock);
-	ma_gang_cur = NULL;
+	ma_spin_lock(&ma_gang_lock);
+	__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
 	ma_gang_cur_uid = ma_gang_last_uid = ma_gang_since = 0;
 	ma_gang_closing = 0;
+	ma_gang_on = 1;
+	ma_spin_unlock(&ma_gang_lock);
 	return ma_sl_clock_init(&ma_gang_clock, MA_GANG_TICK_US);
 }
 
 static void ma_gang_exit(void)
 {
 	ma_sl_clock_stop(&ma_gang_clock);
+	ma_spin_lock(&ma_gang_lock);
+	ma_gang_on = 0;
 	__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
+	ma_spin_unlock(&ma_gang_lock);
 	/* Switched to another strategy: the gangs that waited are its now. At marcel_end
 	 * (still us) nothing waits: every thread ended. */
 	if (ma_strategy() == &ma_strategy_gang)
@@ -270,7 +294,7 @@ static void ma_gang_exit(void)
 
 const struct ma_strategy ma_strategy_gang = {
 	.name = "gang",
-	.description = "the bubbles of the root run one at a time (gangs), each for a time slice (10 ms by default)",
+	.description = "the bubbles of the root run one at a time (gangs), each for a time slice (its own, 10 ms by default)",
 	.init = ma_gang_init,
 	.exit = ma_gang_exit,
 	.start = ma_gang_start,

@@ -4,14 +4,19 @@
  *
  * A woken bubble goes to the queue of the item its waker runs under at the bubble's
  * sched_level (the machine's queue without one; where it last burst when it comes back
- * from a regeneration). A VP that picks a closed bubble bursts it there if that subtree
- * has room for its ready threads, or if it only holds sub-bubbles (they stay closed, so
- * still stealable whole); otherwise it serves it closed and wakes a VP elsewhere to come
- * and steal. An idle VP walks up its path: at each level, the sibling subtrees whose load
- * per VP is above its own side's, most loaded first; from one it takes a queued closed
- * bubble (to its own side's queue at that level), failing that a queued thread (to its
- * own queue). It takes nothing that would leave its side above the victim: that is what
- * keeps two half-loaded subtrees from passing a bubble back and forth.
+ * from a regeneration). A VP that picks a closed bubble bursts it there if it only holds
+ * sub-bubbles (they stay closed, so still stealable whole), or if it is the only unit
+ * waiting in that subtree and its threads fit beside what runs there (or fit in no
+ * subtree of that size at all); otherwise it serves it closed and, if that subtree is
+ * overloaded, wakes a VP elsewhere to come and take it whole.
+ *
+ * An idle VP walks up its path: at each level, the sibling subtrees whose load per VP is
+ * above its own side's, most loaded first; from one that has more threads than VPs it
+ * takes a queued closed bubble (to its own side's queue at that level), failing that a
+ * queued thread (to its own queue). It takes nothing that would leave its side above the
+ * victim: that is what keeps two half-loaded subtrees from passing a bubble back and
+ * forth. Loads count threads where they belong (their queue), not where they happen to
+ * run: a thread on its way to another subtree is not stolen back.
  *
  * Idle VPs sleep, and work queued where every VP is busy wakes none of them: a heartbeat
  * (every millisecond while any VP runs a thread) wakes one idle VP, the nearest, for each
@@ -55,31 +60,45 @@ static void ma_steal_submit(struct ma_bubble *b)
 static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
 				   struct ma_runqueue **to)
 {
-	(void)to;
+	(void)w, (void)to;
 	/* On a VP's own queue it runs there anyway; closed, thieves can take it whole. */
 	if (rq->vp >= 0)
 		return MA_PICK_SERVE;
 	/* Read only: the bubble is met out of order, so only try-locked. */
 	if (!ma_spin_trylock(&b->hold.lock))
 		return MA_PICK_SERVE;
-	unsigned ready = b->nb_cached;
 	int threads = 0;
 	for (struct ma_list *l = b->members.next; l != &b->members && !threads; l = l->next)
 		threads = ma_container_of(l, struct ma_entity, member_node)->type == MA_TASK_ENTITY;
+	long long n = threads ? ma_sl_threads_locked(b) : 0;
 	ma_spin_unlock(&b->hold.lock);
+	/* Only sub-bubbles: bursting exposes them, still closed, to thieves. */
 	if (!threads)
 		return MA_PICK_BURST;
-	/* b itself is queued here: not load on top of its threads. */
-	long long others = (long long)ma_sl_load(rq, w) - 1;
-	if ((long long)ready + others <= (long long)ma_sl_nb_vps(rq))
+	long long vps = ma_sl_nb_vps(rq), queued = (long long)ma_sl_queued(rq);
+	long long others = (long long)ma_sl_running(rq, NULL, b) + queued - 1;
+	/* Alone: burst if its threads fit beside what runs here, or if they could fit in
+	 * no subtree of this size anyway (thieves then take them one by one). Otherwise
+	 * stay closed, so that a thief can take it whole. */
+	if (queued <= 1 && (n + others <= vps || n > vps))
 		return MA_PICK_BURST;
-	ma_sl_kick_outside(rq);
+	if (n + others > vps)
+		ma_sl_kick_outside(rq);
 	return MA_PICK_SERVE;
 }
 
 /* ---- idle VPs ---- */
 
-static int ma_steal_anyone_busy(void);
+/* Whether some VP runs a thread: only then can work appear that nobody sees. */
+static int ma_steal_anyone_busy(void)
+{
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		const struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[v].current, __ATOMIC_RELAXED);
+		if (cur && !cur->is_idle)
+			return 1;
+	}
+	return 0;
+}
 
 /* An idle VP that found nothing keeps the heartbeat going while others work. */
 static void ma_steal_clock_maybe(void)
@@ -92,14 +111,15 @@ struct ma_steal_cmp {
 	long long mine, mine_vps, victim, victim_vps;
 };
 
-/* Taking `threads` threads must not leave us above the victim (per VP): then the victim
- * could take them back at once. */
+/* Only from a victim with more threads than VPs (otherwise what waits there is about to
+ * run there: a thread that just moved, a VP between two threads), and never so much that
+ * we end above the victim per VP (it could take it back at once). */
 static int ma_steal_accept(unsigned threads, unsigned visible, void *arg)
 {
 	const struct ma_steal_cmp *c = arg;
 	(void)visible;
 	long long x = threads;
-	return (c->mine + x) * c->victim_vps <= (c->victim - x) * c->mine_vps;
+	return c->victim > c->victim_vps && (c->mine + x) * c->victim_vps <= (c->victim - x) * c->mine_vps;
 }
 
 /* Tries to take work from subtree S for worker w, whose side at that level is `mine`. */
@@ -157,17 +177,6 @@ static int ma_steal_vp_idle(struct ma_worker *w)
 		}
 	}
 	ma_steal_clock_maybe();
-	return 0;
-}
-
-/* Whether some VP runs a thread: only then can work appear that nobody sees. */
-static int ma_steal_anyone_busy(void)
-{
-	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
-		const struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[v].current, __ATOMIC_RELAXED);
-		if (cur && !cur->is_idle)
-			return 1;
-	}
 	return 0;
 }
 

@@ -67,14 +67,17 @@ static int sub_node(const struct marcel_snapshot *s, int i)
 	return node;
 }
 
-/* Whether the two sub-bubbles are each under one node, different ones. */
-static int split(void)
+/* Whether the two sub-bubbles are each under one node, different ones; if not and
+ * `show`, prints the snapshot (for the failure message's reader). */
+static int split(int show)
 {
 	struct marcel_snapshot *s = marcel_sched_snapshot();
 	ck_assert_ptr_nonnull(s);
-	int n0 = sub_node(s, 0), n1 = sub_node(s, 1);
+	int n0 = sub_node(s, 0), n1 = sub_node(s, 1), ok = n0 >= 0 && n1 >= 0 && n0 != n1;
+	if (!ok && show)
+		marcel_sched_snapshot_write_json(s, stderr);
 	marcel_sched_snapshot_free(s);
-	return n0 >= 0 && n1 >= 0 && n0 != n1;
+	return ok;
 }
 
 /* Required: the idle node steals a whole sub-bubble, and it stays there. */
@@ -93,13 +96,13 @@ START_TEST(idle_node_steals_bubble)
 	ck_assert_int_eq(marcel_join(w, NULL), 0);
 	/* The outer bubble went to VP 0's node, closed. */
 	int tries = 0;
-	while (tries++ < 1000 && !split())
+	while (tries++ < 1000 && !split(tries == 1000))
 		marcel_usleep(5000);
 	ck_assert_msg(tries <= 1000, "the sub-bubbles never ended up on different nodes");
 	/* And no thrashing: they stay put. */
 	for (int i = 0; i < 20; i++) {
 		marcel_usleep(5000);
-		ck_assert_msg(split(), "a sub-bubble left its node (sample %d)", i);
+		ck_assert_msg(split(1), "a sub-bubble left its node (sample %d)", i);
 	}
 	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)

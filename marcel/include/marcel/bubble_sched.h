@@ -14,7 +14,7 @@
  * | `spread` | recursive greedy distribution of the load statistic over the levels, bursting only bubbles too big for one child |
  * | `cache` (`affinity`) | keeps entities where they last ran, bursts as few bubbles as possible, then balances |
  * | `steal` | bubbles start closed where they are woken; idle VPs steal whole bubbles from the nearest loaded subtree first |
- * | `gang` | the bubbles of the root run one at a time (gangs), each for a time slice |
+ * | `gang` | the bubbles of the root run one at a time (gangs), each for a time slice (its own, 10 ms by default) |
  * | `memory` | a bubble goes to the NUMA node holding most of its attached memory; the rest is balanced by load |
  *
  * The default is `burst`.

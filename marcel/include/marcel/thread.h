@@ -138,6 +138,48 @@ int marcel_current_vp(void);
 /** Returns the number of VPs (workers), or 0 if the runtime is not running. */
 unsigned marcel_nbvps(void);
 
+/**
+ * Keeps time slicing (`MARCEL_TIMESLICE`) and the runtime's own preemption (bubble
+ * regeneration) from switching the calling thread out until the matching
+ * marcel_thread_preemption_enable(). Calls nest, and cost two memory accesses. The
+ * thread still leaves its VP whenever it yields, blocks or enters a blocking section.
+ *
+ * With time slicing on, a thread may be switched out at almost any instruction of its
+ * own code; never inside libc, the dynamic loader, libgcc_s or marcel. Bracket with this
+ * call any code that holds a lock marcel does not know about: a pthread mutex taken by a
+ * library not built against `<marcel/pthread.h>`, a C++ `std::mutex`, or a lock of libc's
+ * held while libc calls the program back (stdio cookie functions, `dl_iterate_phdr`
+ * callbacks). A thread switched out while holding one makes any other marcel thread of
+ * its kernel thread that then waits for that lock block the kernel thread, possibly for
+ * good. marcel's own primitives need no bracketing.
+ *
+ * A preempted thread may resume on another VP and kernel thread: the `errno` caveat
+ * above then holds at every instruction, as it does for any address of a `__thread`
+ * variable that the compiler keeps in a register. Disabling preemption keeps the thread
+ * where it is as long as it neither yields nor blocks.
+ * @return 0; EPERM if the caller is not a marcel thread.
+ */
+int marcel_thread_preemption_disable(void);
+
+/**
+ * Undoes one marcel_thread_preemption_disable(). When the last one is undone and a time
+ * slice ran out (or a preemption was requested) meanwhile, the thread yields here.
+ * @return 0; EINVAL without a matching marcel_thread_preemption_disable(); EPERM if the
+ * caller is not a marcel thread.
+ */
+int marcel_thread_preemption_enable(void);
+
+/**
+ * Whether the calling thread may be switched out by preemption at this point: it runs on
+ * a VP, was created preemptible (marcel_attr_setpreemptible()), has not disabled
+ * preemption, and preemption works in this process. It does not say whether time slicing
+ * is on (`MARCEL_TIMESLICE`): the runtime may also preempt on its own (bubble
+ * regeneration).
+ * @return 1 or 0; 0 from a kernel thread that is not a marcel thread, and from a thread
+ * inside a blocking section.
+ */
+int marcel_thread_is_preemptible(void);
+
 /** @} */
 
 #ifdef __cplusplus
