@@ -34,7 +34,13 @@ static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
 		/* b's sched holder cannot change while we hold b: this succeeds. */
 		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
 	}
+	int back = 0;
+	if (e->type == MA_TASK_ENTITY && atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING &&
+	    ma_task_of_entity(e)->leave_unit == b && atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
+		back = 1;
 	ma_spin_unlock(&b->hold.lock);
+	if (back && atomic_fetch_sub(&b->nb_out, 1) == 1)
+		ma_bubble_check_closed(b);
 	return 1;
 }
 
@@ -204,6 +210,8 @@ void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
 		ma_spin_unlock(&h->lock);
 		if (queued)
 			ma_entity_enqueue(e);
+		else if (e->type == MA_TASK_ENTITY && nh->type == MA_RUNQUEUE_HOLDER)
+			atomic_store(&ma_task_of_entity(e)->move_req, 1);
 		MA_TRACE(MA_TR_RQ_SWITCH, ma_entity_uid(e),
 			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->level->id : 0,
 			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->name : NULL);
@@ -338,7 +346,17 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		ma_list_add_tail(&s->cache, &c->run_node);
 		s->nb_cached++;
 		c->ready_holder = &s->hold;
-		if (!s->queued && atomic_load(&s->status) == MA_BUBBLE_CLOSED && s->e.sched_holder == &rq->hold) {
+		ma_spin_unlock(&s->hold.lock);
+	}
+	/* Queued only once their caches are complete: a VP bursting one meanwhile would
+	 * leave the threads still to come in an opened bubble. */
+	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type != MA_BUBBLE_ENTITY)
+			continue;
+		struct ma_bubble *s = ma_bubble_of_entity(m);
+		ma_spin_lock(&s->hold.lock);
+		if (!s->queued && !ma_list_empty(&s->cache) && atomic_load(&s->status) == MA_BUBBLE_CLOSED && s->e.sched_holder == &rq->hold) {
 			s->queued = 1;
 			ma_rq_enqueue(rq, &s->e);
 		}

@@ -32,7 +32,12 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
 	unsigned long us = b->timeslice_us;
 	if (!us && !b->implicit)
 		us = ma_strategy()->default_timeslice_us;
-	if (!us || atomic_exchange(&b->regen_armed, 1))
+	if (!us || atomic_load(&b->regen_armed))
+		return;
+	/* The owner before the flag: a cancel that sees regen_armed reads it. Arms of one
+	 * bubble do not race: only its burst arms it, and bursts are serialised by its lock. */
+	b->regen_timer.owner = w;
+	if (atomic_exchange(&b->regen_armed, 1))
 		return;
 	ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
 }

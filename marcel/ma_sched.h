@@ -152,6 +152,9 @@ struct marcel_task {
 	/* Its bubble is being regenerated: at the next preemption point the thread leaves its
 	 * worker even if nothing else is ready (ma_yield_preempted). */
 	atomic_int leave_req;
+	/* A strategy moved it while it ran: its next yield requeues it even if nothing else
+	 * is ready, so the move takes effect. */
+	atomic_int move_req;
 	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
 	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */

@@ -32,7 +32,7 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 {
 	/* Its bubble is closing and waits for it (regeneration): it is back once queued in
 	 * the bubble or blocked, i.e. after what follows. */
-	int back = ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0);
+	int back = ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE;
 	switch (prev->post) {
 	case MA_POST_NONE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
@@ -297,7 +297,9 @@ int marcel_yield(void)
 	ma_timers_poll(w);
 	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
 			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed) ||
-			atomic_load_explicit(&cur->leave_req, memory_order_relaxed))) {
+			atomic_load_explicit(&cur->leave_req, memory_order_relaxed) ||
+			atomic_load_explicit(&cur->move_req, memory_order_relaxed))) {
+		atomic_store_explicit(&cur->move_req, 0, memory_order_relaxed);
 		/* Leave this VP (disabled), stop (suspended) or go back to a closing bubble:
 		 * requeued, it is moved, parked or cached. */
 		cur->post = MA_POST_REQUEUE;

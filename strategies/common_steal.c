@@ -83,8 +83,7 @@ unsigned ma_sl_kids(struct ma_runqueue *rq, struct ma_runqueue **out, unsigned m
 	return n;
 }
 
-/* Whether queue q is rq or lies below it. */
-static int ma_sl_within(const struct ma_runqueue *q, const struct ma_runqueue *rq)
+int ma_sl_within(const struct ma_runqueue *q, const struct ma_runqueue *rq)
 {
 	for (; q; q = q->father)
 		if (q == rq)
@@ -103,9 +102,11 @@ unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker
 	unsigned long n = 0;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		/* Not the worker state: a worker looking for work is busy too. */
+		/* Not the worker state: a worker looking for work is busy too. The idle context is
+		 * recognised by its address: the descriptor of a thread that just ended may be
+		 * recycled under us, so read as little of it as possible. */
 		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_RELAXED);
-		if (o == self || !cur || cur->is_idle)
+		if (o == self || !cur || cur == &o->idle)
 			continue;
 		struct ma_holder *h = __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED);
 		if (except && h == &except->hold)

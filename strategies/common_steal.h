@@ -14,6 +14,8 @@
 unsigned ma_sl_nb_vps(const struct ma_runqueue *rq) MA_HIDDEN;
 /* Whether VP v looks at rq. */
 int ma_sl_sees(const struct ma_runqueue *rq, unsigned v) MA_HIDDEN;
+/* Whether queue q is rq or lies below it. */
+int ma_sl_within(const struct ma_runqueue *q, const struct ma_runqueue *rq) MA_HIDDEN;
 /* Entities queued on rq and the queues below it (lock-free estimate). */
 unsigned long ma_sl_queued(const struct ma_runqueue *rq) MA_HIDDEN;
 /* rq and every queue below it (item queues top-down, then VP queues); returns the count
@@ -51,9 +53,11 @@ unsigned ma_sl_threads_locked(struct ma_bubble *b) MA_HIDDEN;
 typedef int (*ma_sl_accept)(unsigned threads, unsigned visible, void *arg);
 /* Takes a closed bubble queued on `from` (the first `accept` agrees to) and queues it on
  * `to`, closed. 1 if one was taken. */
-int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg) MA_HIDDEN;
+int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept,
+		      void *arg) MA_HIDDEN;
 /* Takes a thread queued on `from` (not pinned) and queues it on `to`. 1 if one was taken. */
-int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg) MA_HIDDEN;
+int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept,
+		      void *arg) MA_HIDDEN;
 
 /* Makes closed bubble b scheduled on rq without queuing it there, so that the caller can
  * burst it on rq before any VP serves it. 0, or EBUSY if b is not closed. */
@@ -62,10 +66,10 @@ int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
  * EBUSY if b is not closed (ma_bubble_unplace does not check). */
 int ma_sl_unplace_closed(struct ma_bubble *b) MA_HIDDEN;
 
-/* A strategy's heartbeat (static storage): a private bubble, never inserted anywhere, whose regeneration
- * timer (bubbles/regen.c) brings the strategy's tick hook back with it every period.
- * Timers live on a worker's heap, so arming does nothing outside workers; arming an
- * armed clock does nothing either. */
+/* A strategy's heartbeat (static storage): a private bubble, never inserted anywhere,
+ * whose regeneration timer (bubbles/regen.c) brings the strategy's tick hook back with it
+ * every period. Timers live on a worker's heap, so arming does nothing outside workers;
+ * arming an armed clock does nothing either. */
 struct ma_sl_clock {
 	marcel_bubble_t storage;
 	struct ma_bubble *b;

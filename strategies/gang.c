@@ -294,7 +294,8 @@ static void ma_gang_exit(void)
 
 const struct ma_strategy ma_strategy_gang = {
 	.name = "gang",
-	.description = "the bubbles of the root run one at a time (gangs), each for a time slice (its own, 10 ms by default)",
+	.description = "the bubbles of the root run one at a time (gangs), "
+		       "each for a time slice (its own, 10 ms by default)",
 	.init = ma_gang_init,
 	.exit = ma_gang_exit,
 	.start = ma_gang_start,

@@ -19,8 +19,10 @@
  * run: a thread on its way to another subtree is not stolen back.
  *
  * Idle VPs sleep, and work queued where every VP is busy wakes none of them: a heartbeat
- * (every millisecond while any VP runs a thread) wakes one idle VP, the nearest, for each
- * such place; a VP that stole wakes the next, while there is more to take.
+ * (every millisecond while any VP runs a thread) wakes one idle VP, the nearest, for a
+ * place where work has waited since the previous beat; a VP that stole wakes the next,
+ * while there is more to take. Single threads are only taken from such places: bubbles
+ * move as soon as they wait, threads once they have waited a beat.
  */
 #include <stdlib.h>
 #include "common_steal.h"
@@ -32,6 +34,26 @@
 #define MA_STEAL_TICK_US 1000
 
 static struct ma_sl_clock ma_steal_clock;
+
+/* Per queue (items, then VPs), since when the heartbeat has seen it hold work that none
+ * of its VPs is free to take (0: it has not). Static: a late hook may still read it. */
+#define MA_STEAL_MAXQ 4096
+static _Atomic uint64_t ma_steal_starving[MA_STEAL_MAXQ];
+
+static unsigned ma_steal_qindex(const struct ma_runqueue *q)
+{
+	return q->vp >= 0 ? ma_rt.topo.nb_levels + (unsigned)q->vp : q->level->id;
+}
+
+/* Whether single threads may be taken from q: its work has waited since at least the
+ * previous heartbeat. A transient (a thread between two VPs, a bubble moving) lasts
+ * microseconds; a thread taken during one would separate it from its bubble for good. */
+static int ma_steal_starved(const struct ma_runqueue *q)
+{
+	unsigned i = ma_steal_qindex(q);
+	uint64_t since = i < MA_STEAL_MAXQ ? atomic_load_explicit(&ma_steal_starving[i], memory_order_relaxed) : 0;
+	return since && ma_clock_ns() - since >= MA_STEAL_TICK_US * 500u;
+}
 
 static struct ma_runqueue *ma_steal_home(struct ma_bubble *b)
 {
@@ -47,14 +69,41 @@ static struct ma_runqueue *ma_steal_home(struct ma_bubble *b)
 
 static void ma_steal_submit(struct ma_bubble *b)
 {
+	/* Read before it is placed: once queued, a VP may burst it at once. */
 	struct ma_runqueue *rq = ma_steal_home(b);
+	ma_spin_lock(&b->hold.lock);
+	long long n = ma_sl_threads_locked(b);
+	ma_spin_unlock(&b->hold.lock);
 	ma_bubble_place(b, rq);
-	struct ma_stats s;
-	ma_entity_stats(&b->e, &s, NULL);
 	/* b counts once in the queue's load; its other threads come on top. */
-	if ((long long)ma_sl_load(rq, NULL) + s.nb_threads - 1 > (long long)ma_sl_nb_vps(rq))
+	if ((long long)ma_sl_load(rq, NULL) + n - 1 > (long long)ma_sl_nb_vps(rq))
 		ma_sl_kick_outside(rq);
 	ma_sl_clock_arm(&ma_steal_clock);
+}
+
+/* Whether a closed sibling of b is placed in rq's subtree. A placed bubble is off the
+ * queues while all its threads run or are being switched to, so the queues alone would
+ * let two bubbles woken together burst on one node before a thief can take either. The
+ * parent is met out of order (we hold rq): only try-locked; busy, it counts as a yes. */
+static int ma_steal_sibling_here(struct ma_bubble *b, struct ma_runqueue *rq)
+{
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	if (!p || p == ma_root_bubble)
+		return 0;
+	if (!ma_spin_trylock(&p->hold.lock))
+		return 1;
+	int found = 0;
+	for (struct ma_list *l = p->members.next; l != &p->members && !found; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m == &b->e || m->type != MA_BUBBLE_ENTITY)
+			continue;
+		struct ma_bubble *sb = ma_bubble_of_entity(m);
+		struct ma_holder *h = __atomic_load_n(&sb->e.sched_holder, __ATOMIC_ACQUIRE);
+		found = h && h->type == MA_RUNQUEUE_HOLDER && atomic_load(&sb->status) == MA_BUBBLE_CLOSED &&
+			ma_sl_within(ma_rq_of_holder(h), rq);
+	}
+	ma_spin_unlock(&p->hold.lock);
+	return found;
 }
 
 static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
@@ -80,7 +129,7 @@ static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, 
 	/* Alone: burst if its threads fit beside what runs here, or if they could fit in
 	 * no subtree of this size anyway (thieves then take them one by one). Otherwise
 	 * stay closed, so that a thief can take it whole. */
-	if (queued <= 1 && (n + others <= vps || n > vps))
+	if (queued <= 1 && !ma_steal_sibling_here(b, rq) && (n + others <= vps || n > vps))
 		return MA_PICK_BURST;
 	if (n + others > vps)
 		ma_sl_kick_outside(rq);
@@ -94,7 +143,7 @@ static int ma_steal_anyone_busy(void)
 {
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		const struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[v].current, __ATOMIC_RELAXED);
-		if (cur && !cur->is_idle)
+		if (cur && cur != &ma_rt.workers[v].idle)
 			return 1;
 	}
 	return 0;
@@ -135,8 +184,13 @@ static int ma_steal_from(struct ma_worker *w, struct ma_runqueue *mine, struct m
 	/* Whole bubbles first: they keep their threads together on our side. */
 	for (unsigned i = 0; i < n && !got; i++)
 		got = ma_sl_take_bubble(qs[i], mine, ma_steal_accept, c);
+	/* Measured again: another thief may have just brought a bubble to our side. */
+	if (!got) {
+		c->mine = (long long)ma_sl_load_exact(mine, w);
+		c->victim = (long long)ma_sl_load_exact(S, w);
+	}
 	for (unsigned i = 0; i < n && !got; i++)
-		got = ma_sl_take_thread(qs[i], &w->rq, ma_steal_accept, c);
+		got = ma_steal_starved(qs[i]) && ma_sl_take_thread(qs[i], &w->rq, ma_steal_accept, c);
 	free(qs);
 	return got;
 }
@@ -182,12 +236,22 @@ static int ma_steal_vp_idle(struct ma_worker *w)
 
 static void ma_steal_heartbeat(void)
 {
-	/* Work queued where no VP is idle: wake a thief for it, nearest first. */
-	for (unsigned i = 0; i < ma_rt.topo.nb_levels + ma_rt.nb_vps; i++) {
-		struct ma_runqueue *q = i < ma_rt.topo.nb_levels ? &ma_rt.rqs[i] : &ma_rt.workers[i - ma_rt.topo.nb_levels].rq;
-		if (__atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) && ma_sl_nb_vps(q) && !ma_sl_has_idle(q) &&
-		    ma_sl_kick_outside(q))
-			break;
+	/* Work queued where no VP is free: once it has waited a tick, wake a thief for it,
+	 * nearest first. */
+	uint64_t now = ma_clock_ns();
+	int kicked = 0;
+	for (unsigned i = 0; i < ma_rt.topo.nb_levels + ma_rt.nb_vps && i < MA_STEAL_MAXQ; i++) {
+		struct ma_runqueue *q = i < ma_rt.topo.nb_levels ? &ma_rt.rqs[i]
+							       : &ma_rt.workers[i - ma_rt.topo.nb_levels].rq;
+		int starving = __atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) && ma_sl_nb_vps(q) && !ma_sl_has_idle(q);
+		uint64_t since = atomic_load_explicit(&ma_steal_starving[i], memory_order_relaxed);
+		if (!starving)
+			since = 0;
+		else if (!since)
+			since = now;
+		else if (!kicked)
+			kicked = ma_sl_kick_outside(q);
+		atomic_store_explicit(&ma_steal_starving[i], since, memory_order_relaxed);
 	}
 	if (ma_steal_anyone_busy())
 		ma_sl_clock_arm(&ma_steal_clock);
@@ -203,6 +267,8 @@ static void ma_steal_tick(struct ma_bubble *b)
 
 static int ma_steal_init(void)
 {
+	for (unsigned i = 0; i < MA_STEAL_MAXQ; i++)
+		atomic_store_explicit(&ma_steal_starving[i], 0, memory_order_relaxed);
 	return ma_sl_clock_init(&ma_steal_clock, MA_STEAL_TICK_US);
 }
 
@@ -213,7 +279,8 @@ static void ma_steal_exit(void)
 
 const struct ma_strategy ma_strategy_steal = {
 	.name = "steal",
-	.description = "bubbles start closed where they are woken; idle VPs steal whole bubbles from the nearest loaded subtree first",
+	.description = "bubbles start closed where they are woken; "
+		       "idle VPs steal whole bubbles from the nearest loaded subtree first",
 	.init = ma_steal_init,
 	.exit = ma_steal_exit,
 	.submit = ma_steal_submit,
