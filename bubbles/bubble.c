@@ -37,7 +37,6 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	ma_list_init(&b->cache);
 	b->fixed_item = -1;
 	atomic_init(&b->bar_seq, 0);
-	atomic_init(&b->regen_due, 0);
 }
 
 struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
@@ -54,7 +53,6 @@ struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
 		if (__atomic_compare_exchange_n(&b->magic, &zero, MA_BUBBLE_INITIALISING, 0,
 						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
 			ma_bubble_setup(b);
-			b->static_init = 1;
 			MA_TRACE(MA_TR_BUBBLE_NEW, b->uid, 0, NULL);
 			__atomic_store_n(&b->magic, MA_BUBBLE_MAGIC, __ATOMIC_RELEASE);
 			return b;

@@ -145,8 +145,8 @@ int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_r
 	return 0;
 }
 
-/* Starts the BORN threads of x's subtree that wait for their bubble (x locked by caller
- * chain? no: takes each bubble's lock itself, parent first). */
+/* Starts the BORN threads of x's subtree that wait for their bubble. Takes each bubble's
+ * lock itself, parent first; the caller holds the tree lock, so membership stays put. */
 static void ma_start_born_rec(struct ma_bubble *x)
 {
 	for (;;) {
@@ -164,7 +164,6 @@ static void ma_start_born_rec(struct ma_bubble *x)
 		ma_spin_unlock(&x->hold.lock);
 		if (!t)
 			break;
-		/* Membership cannot change under us: the caller holds the tree lock. */
 		ma_bubble_start_task(x, t, NULL, 0);
 	}
 	ma_spin_lock(&x->hold.lock);

@@ -37,7 +37,7 @@ struct ma_bubble {
 	int id;                           /* the application's (marcel_bubble_setid) */
 	uint64_t uid;                     /* unique, for traces and snapshots */
 	atomic_int status;                /* enum ma_bubble_status; written under hold.lock */
-	unsigned char woken, implicit, joining, static_init;
+	unsigned char woken, implicit, joining;
 	unsigned char freeing;            /* implicit: the party that frees it decided so */
 	struct marcel_task *owner;        /* implicit children bubble: its creator, NULL once
 					     it ended (the bubble is freed when also empty) */
@@ -57,7 +57,6 @@ struct ma_bubble {
 	/* Regeneration (regen.c). */
 	unsigned long timeslice_us;
 	struct ma_timer regen_timer;      /* armed by the worker that burst it */
-	atomic_int regen_due;             /* unused */
 	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
 	struct ma_bubble *regen_next;     /* due list (regen.c) */
 	unsigned char regen_queued;

@@ -10,21 +10,10 @@
 #include "ma_test.h"
 
 static atomic_int counter;
-static volatile int stop_flag;
 
 static any_t count_fn(any_t arg)
 {
 	atomic_fetch_add(&counter, 1);
-	return arg;
-}
-
-/* Busy until stop_flag, yielding now and then (cooperative mode). */
-static any_t busy_fn(any_t arg)
-{
-	unsigned long n = 0;
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED))
-		if (++n % 256 == 0)
-			marcel_yield();
 	return arg;
 }
 
@@ -179,9 +168,7 @@ START_TEST(nested_4096)
 {
 	const marcel_bubble_sched_t *s = marcel_bubble_sched_nth((unsigned)_i);
 	ck_assert_ptr_nonnull(s);
-	setenv("MARCEL_BUBBLE_SCHEDULER", marcel_bubble_sched_name(s), 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	ma_test_init_with(NULL, marcel_bubble_sched_name(s));
 	ck_assert_str_eq(marcel_bubble_sched_name(marcel_bubble_current_sched()), marcel_bubble_sched_name(s));
 	atomic_store(&counter, 0);
 	static marcel_bubble_t pool[128];
@@ -247,13 +234,13 @@ END_TEST
 START_TEST(stats_and_snapshot)
 {
 	ma_test_init();
-	stop_flag = 0;
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 	marcel_bubble_t b;
 	ck_assert_int_eq(marcel_bubble_init(&b), 0);
 	ck_assert_int_eq(marcel_bubble_setid(&b, 42), 0);
 	marcel_t t[3];
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_eq(marcel_create_dontsched(&t[i], NULL, busy_fn, NULL), 0);
+		ck_assert_int_eq(marcel_create_dontsched(&t[i], NULL, ma_test_busy, NULL), 0);
 		ck_assert_int_eq(marcel_bubble_inserttask(&b, t[i]), 0);
 	}
 	ck_assert_int_eq(marcel_task_stats_set(t[0], MARCEL_STATS_LOAD, 5), 0);
@@ -307,7 +294,7 @@ START_TEST(stats_and_snapshot)
 	ck_assert_int_gt(ftell(f), 100);
 	fclose(f);
 	marcel_sched_snapshot_free(s);
-	stop_flag = 1;
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
 	ck_assert_int_eq(marcel_bubble_join(&b), 0);
@@ -344,9 +331,7 @@ START_TEST(scheduler_selection)
 	ck_assert(WIFEXITED(st));
 	ck_assert_int_eq(WEXITSTATUS(st), 0);
 	/* Aliases, and a change at run time. */
-	setenv("MARCEL_BUBBLE_SCHEDULER", "explode", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	ma_test_init_with(NULL, "explode");
 	ck_assert_str_eq(marcel_bubble_sched_name(marcel_bubble_current_sched()), "burst");
 	const marcel_bubble_sched_t *null = marcel_lookup_bubble_scheduler("null");
 	ck_assert_ptr_nonnull(null);
@@ -396,11 +381,7 @@ static int group_node(const struct marcel_snapshot *s, marcel_t *t)
 
 START_TEST(regeneration)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "burst", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
+	ma_test_init_with("numa:2 core:4", "burst");
 	marcel_bubble_t outer, sub[4];
 	marcel_t t[16];
 	const unsigned long slice_us = 50000;

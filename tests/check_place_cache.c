@@ -8,28 +8,13 @@
 #include <errno.h>
 #include "ma_test.h"
 
-static int stop_flag;
-
-/* Busy until stop_flag, yielding now and then (cooperative mode). */
-static any_t busy_fn(any_t arg)
-{
-	unsigned long n = 0;
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED))
-		if (++n % 256 == 0)
-			marcel_yield();
-	return arg;
-}
 
 static void start_cache(void)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "affinity", 1); /* the alias */
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
+	ma_test_init_with("numa:2 core:4", "affinity"); /* the alias */
 	ck_assert_str_eq(marcel_bubble_sched_name(marcel_bubble_current_sched()), "cache");
 	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 }
 
 /* A bubble of n busy threads, created in it (they start when it is woken). */
@@ -40,7 +25,7 @@ static void make_bubble(marcel_bubble_t *b, marcel_t *t, int n)
 	ck_assert_int_eq(marcel_attr_init(&a), 0);
 	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, b), 0);
 	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(marcel_create(&t[i], &a, busy_fn, NULL), 0);
+		ck_assert_int_eq(marcel_create(&t[i], &a, ma_test_busy, NULL), 0);
 }
 
 /* The VP each thread is on (running there or queued on that VP's queue), -1 if it is not
@@ -84,7 +69,7 @@ static int node_of(int vp)
 
 static void finish(marcel_bubble_t *b, marcel_t *t, int n)
 {
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < n; i++)
 		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
 	ck_assert_int_eq(marcel_bubble_join(b), 0);

@@ -10,17 +10,6 @@
 #define NG 3
 #define NT 4
 
-static int stop_flag;
-
-/* Busy until stop_flag, yielding now and then (cooperative mode). */
-static any_t busy_fn(any_t arg)
-{
-	unsigned long n = 0;
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED))
-		if (++n % 256 == 0)
-			marcel_yield();
-	return arg;
-}
 
 static marcel_bubble_t gang[NG];
 static marcel_t th[NG][NT];
@@ -45,13 +34,9 @@ static int gang_of(const struct marcel_snapshot *s, int e)
  * ran. */
 START_TEST(one_gang_at_a_time)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "gang", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
+	ma_test_init_with("numa:2 core:4", "gang");
 	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 	for (int g = 0; g < NG; g++) {
 		marcel_attr_t a;
 		ck_assert_int_eq(marcel_bubble_init(&gang[g]), 0);
@@ -59,7 +44,7 @@ START_TEST(one_gang_at_a_time)
 		ck_assert_int_eq(marcel_attr_init(&a), 0);
 		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &gang[g]), 0);
 		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_create(&th[g][k], &a, busy_fn, NULL), 0);
+			ck_assert_int_eq(marcel_create(&th[g][k], &a, ma_test_busy, NULL), 0);
 	}
 	for (int g = 0; g < NG; g++)
 		ck_assert_int_eq(marcel_wake_up_bubble(&gang[g]), 0);
@@ -105,7 +90,7 @@ START_TEST(one_gang_at_a_time)
 			ck_assert_int_gt(ns, 0);
 		}
 	}
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int g = 0; g < NG; g++)
 		for (int k = 0; k < NT; k++)
 			ck_assert_int_eq(marcel_join(th[g][k], NULL), 0);
@@ -122,7 +107,7 @@ static atomic_int loose_runs;
 
 static any_t loose_fn(any_t arg)
 {
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED)) {
+	while (!__atomic_load_n(&ma_test_busy_stop, __ATOMIC_RELAXED)) {
 		atomic_fetch_add(&loose_runs, 1);
 		marcel_usleep(500);
 	}
@@ -131,13 +116,9 @@ static any_t loose_fn(any_t arg)
 
 START_TEST(own_slice_and_loose_threads)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "gang", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
+	ma_test_init_with("numa:2 core:4", "gang");
 	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 	atomic_store(&loose_runs, 0);
 	marcel_t loose;
 	ck_assert_int_eq(marcel_create(&loose, NULL, loose_fn, NULL), 0);
@@ -148,7 +129,7 @@ START_TEST(own_slice_and_loose_threads)
 		ck_assert_int_eq(marcel_attr_init(&a), 0);
 		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &gang[g]), 0);
 		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_create(&th[g][k], &a, busy_fn, NULL), 0);
+			ck_assert_int_eq(marcel_create(&th[g][k], &a, ma_test_busy, NULL), 0);
 		ck_assert_int_eq(marcel_wake_up_bubble(&gang[g]), 0);
 	}
 	/* 2 ms slices: both gangs take many turns within 200 ms. */
@@ -166,7 +147,7 @@ START_TEST(own_slice_and_loose_threads)
 	}
 	ck_assert_int_ge(turns, 4);
 	ck_assert_int_gt(atomic_load(&loose_runs), 10);
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	ck_assert_int_eq(marcel_join(loose, NULL), 0);
 	for (int g = 0; g < 2; g++) {
 		for (int k = 0; k < NT; k++)

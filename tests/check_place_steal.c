@@ -8,17 +8,6 @@
 
 #define NB 4
 
-static int stop_flag;
-
-/* Busy until stop_flag, yielding now and then (cooperative mode). */
-static any_t busy_fn(any_t arg)
-{
-	unsigned long n = 0;
-	while (!__atomic_load_n(&stop_flag, __ATOMIC_RELAXED))
-		if (++n % 256 == 0)
-			marcel_yield();
-	return arg;
-}
 
 static marcel_bubble_t outer, sub[2];
 static marcel_t th[2][NB];
@@ -36,7 +25,7 @@ static any_t waker_fn(any_t arg)
 		ck_assert_int_eq(marcel_attr_init(&a), 0);
 		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &sub[i]), 0);
 		for (int k = 0; k < NB; k++)
-			ck_assert_int_eq(marcel_create(&th[i][k], &a, busy_fn, NULL), 0);
+			ck_assert_int_eq(marcel_create(&th[i][k], &a, ma_test_busy, NULL), 0);
 	}
 	ck_assert_int_eq(marcel_wake_up_bubble(&outer), 0);
 	return NULL;
@@ -83,13 +72,9 @@ static int split(int show)
 /* Required: the idle node steals a whole sub-bubble, and it stays there. */
 START_TEST(idle_node_steals_bubble)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "steal", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
+	ma_test_init_with("numa:2 core:4", "steal");
 	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 	marcel_attr_t a = ma_test_attr_on_vp(0);
 	marcel_t w;
 	ck_assert_int_eq(marcel_create(&w, &a, waker_fn, NULL), 0);
@@ -104,7 +89,7 @@ START_TEST(idle_node_steals_bubble)
 		marcel_usleep(5000);
 		ck_assert_msg(split(1), "a sub-bubble left its node (sample %d)", i);
 	}
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < NB; k++)
 			ck_assert_int_eq(marcel_join(th[i][k], NULL), 0);
@@ -122,18 +107,14 @@ static any_t spawn_fn(any_t arg)
 	ck_assert_int_eq(marcel_attr_init(&a), 0);
 	ck_assert_int_eq(marcel_attr_setinheritholder(&a, 1), 0);
 	for (int i = 0; i < 8; i++)
-		ck_assert_int_eq(marcel_create(&t[i], &a, busy_fn, NULL), 0);
+		ck_assert_int_eq(marcel_create(&t[i], &a, ma_test_busy, NULL), 0);
 	return NULL;
 }
 
 START_TEST(idle_vps_steal_threads)
 {
-	setenv("MARCEL_TOPOLOGY", "numa:2 core:4", 1);
-	setenv("MARCEL_BUBBLE_SCHEDULER", "steal", 1);
-	ma_test_init();
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_TOPOLOGY");
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	ma_test_init_with("numa:2 core:4", "steal");
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
 	marcel_t t[8], w;
 	marcel_bubble_t b;
 	/* A closed bubble on VP 3's own queue: only VP 3 serves it... */
@@ -161,7 +142,7 @@ START_TEST(idle_vps_steal_threads)
 		marcel_sched_snapshot_free(s);
 	}
 	ck_assert_msg(spread, "eight busy threads never spread one per VP");
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 8; i++)
 		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
 	ck_assert_int_eq(marcel_bubble_join(&b), 0);

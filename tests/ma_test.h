@@ -57,6 +57,33 @@ static inline void ma_test_init(void)
 	ck_assert_int_eq(marcel_init(&argc, argv), 0);
 }
 
+/* Starts the runtime on a synthetic topology (NULL: this machine) with bubble scheduler
+ * sched (NULL: the default), leaving the environment as it was found. */
+static inline void ma_test_init_with(const char *topology, const char *sched)
+{
+	if (topology)
+		setenv("MARCEL_TOPOLOGY", topology, 1);
+	if (sched)
+		setenv("MARCEL_BUBBLE_SCHEDULER", sched, 1);
+	ma_test_init();
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	if (topology)
+		unsetenv("MARCEL_TOPOLOGY");
+}
+
+/* Placement tests' busy threads: they compute until ma_test_busy_stop is set, yielding
+ * every few microseconds (cooperative mode), so a test can sample where they run. */
+static int ma_test_busy_stop;
+
+static inline any_t ma_test_busy(any_t arg)
+{
+	unsigned long n = 0;
+	while (!__atomic_load_n(&ma_test_busy_stop, __ATOMIC_RELAXED))
+		if (++n % 256 == 0)
+			marcel_yield();
+	return arg;
+}
+
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
 typedef void (*ma_test_populate)(TCase *tc);
 

@@ -122,9 +122,9 @@ int marcel_bubble_removetask(marcel_bubble_t *b, marcel_t t);
  * Makes @p b and everything in it runnable: threads created with
  * marcel_create_dontsched() inside it start, sub-bubbles are woken. A bubble not inserted
  * anywhere is first inserted into the caller's bubble (marcel_bubble_holding_task() of the
- * caller; marcel_root_bubble outside marcel threads). Before marcel_bubble_sched_begin()
- * the bubble waits on the machine's run queue, closed; after it, the strategy places it
- * at once (its `submit` operation).
+ * caller; marcel_root_bubble outside marcel threads). The strategy places it at once (its
+ * `submit` operation); marcel_bubble_sched_begin() later lets it place everything woken so
+ * far together, which gives better decisions than one bubble at a time.
  * @return 0; EINVAL if @p b is NULL, not initialised or marcel_root_bubble; EALREADY if
  * it was already woken.
  */
