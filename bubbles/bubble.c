@@ -11,6 +11,7 @@
 marcel_bubble_t marcel_root_bubble;
 struct ma_bubble *const ma_root_bubble = (struct ma_bubble *)(void *)&marcel_root_bubble;
 ma_spinlock_t ma_bubble_tree_lock;
+__thread int ma_tree_held;
 
 static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e);
 
@@ -30,6 +31,8 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	ma_list_init(&b->e.member_node);
 	b->hold.type = MA_BUBBLE_HOLDER;
 	ma_spin_init(&b->hold.lock);
+	ma_spin_init(&b->cnt_lock);
+	ma_spin_init(&b->regen_lock);
 	b->id = -1;
 	b->uid = MA_TRACE_BUBBLE_TAG | (atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1);
 	atomic_init(&b->status, MA_BUBBLE_CLOSED);
@@ -86,7 +89,7 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	/* Put back in the root by a removal or a wake-up, not by the application: that one
 	 * membership does not keep it. */
 	if (b->e.natural_holder == &ma_root_bubble->hold && !b->e.explicit_member && !b->woken)
@@ -97,10 +100,15 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 	if (!busy)
 		b->magic = MA_BUBBLE_DESTROYED;
 	ma_spin_unlock(&b->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	if (busy)
 		return EBUSY;
-	ma_bubble_regen_cancel(b);
+	ma_bubble_regen_close(b);
+	/* A strategy or the due list may still look at it for a moment: the application
+	 * frees the storage after we return. */
+	unsigned rounds = 0;
+	while (atomic_load(&b->refs))
+		ma_spin_backoff(&rounds);
 	ma_bubble_memory_free(b);
 	return 0;
 }
@@ -168,19 +176,40 @@ struct ma_zeroed {
 };
 
 /* Adds delta threads to b and its ancestors (the root excepted: it cannot be joined and
- * every thread would write its counter). b's chain cannot change: b is locked. */
+ * every thread would write its counter). Each step reads the next parent under the count
+ * lock of the bubble it just counted in, which is where a move changes that parent
+ * (ma_member_transfer): the walk follows either the old chain or the new one, and the
+ * move transfers exactly what it saw. */
 static void ma_count_threads(struct ma_bubble *b, long delta, struct ma_zeroed *z)
 {
-	for (struct ma_bubble *x = b; x && x != ma_root_bubble; x = ma_entity_parent(&x->e)) {
-		long old = atomic_fetch_add_explicit(&x->nb_threads_sub, delta, memory_order_acq_rel);
-		if (z && old + delta == 0 && z->n < 16 && x->joining)
+	for (struct ma_bubble *x = b; x && x != ma_root_bubble;) {
+		ma_spin_lock(&x->cnt_lock);
+		/* Sequentially consistent, like the joiner's store of joining then load of the
+		 * count: one of the two sides sees the other. */
+		long now = atomic_fetch_add(&x->nb_threads_sub, delta) + delta;
+		struct ma_bubble *p = ma_entity_parent(&x->e);
+		ma_spin_unlock(&x->cnt_lock);
+		if (z && now == 0 && z->n < 16 && atomic_load(&x->joining))
 			z->x[z->n++] = x;
+		x = p;
 	}
 }
 
-static long ma_entity_threads(struct ma_entity *e)
+/* Sets e's parent to h (NULL: none) and returns the threads e brings along. For a bubble
+ * both happen under its count lock: a count that went through it before is in what we
+ * return and still propagates along the old chain, one after goes along the new chain. */
+static long ma_entity_reparent(struct ma_entity *e, struct ma_holder *h)
 {
-	return e->type == MA_TASK_ENTITY ? 1 : atomic_load(&ma_bubble_of_entity(e)->nb_threads_sub);
+	if (e->type == MA_TASK_ENTITY) {
+		__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
+		return 1;
+	}
+	struct ma_bubble *s = ma_bubble_of_entity(e);
+	ma_spin_lock(&s->cnt_lock);
+	long n = atomic_load(&s->nb_threads_sub);
+	__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
+	ma_spin_unlock(&s->cnt_lock);
+	return n;
 }
 
 /* Wakes the joiners of bubbles that became empty of threads (no lock held). */
@@ -201,11 +230,10 @@ static void ma_wake_zeroed(struct ma_zeroed *z)
 /* Links e into b's members (b locked). */
 static void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member)
 {
-	ma_count_threads(b, ma_entity_threads(e), NULL);
 	ma_list_add_tail(&b->members, &e->member_node);
 	b->nb_members++;
 	e->explicit_member = (unsigned char)explicit_member;
-	__atomic_store_n(&e->natural_holder, &b->hold, __ATOMIC_RELEASE);
+	ma_count_threads(b, ma_entity_reparent(e, &b->hold), NULL);
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
 		b->nb_born_threads++;
 }
@@ -213,13 +241,12 @@ static void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit
 /* Unlinks e from b (b locked). */
 static void ma_member_del(struct ma_bubble *b, struct ma_entity *e, struct ma_zeroed *z)
 {
-	ma_count_threads(b, -ma_entity_threads(e), z);
 	ma_list_del(&e->member_node);
 	b->nb_members--;
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
 		b->nb_born_threads--;
-	__atomic_store_n(&e->natural_holder, NULL, __ATOMIC_RELEASE);
 	e->explicit_member = 0;
+	ma_count_threads(b, -ma_entity_reparent(e, NULL), z);
 }
 
 /* What b's emptiness calls for, decided under b's lock (so exactly one party acts): the
@@ -292,31 +319,32 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 		if (atomic_load(&t->state) == MA_TASK_DEAD)
 			return ESRCH;
 	}
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	if (e->type == MA_BUBBLE_ENTITY && ma_bubble_is_within(b, ma_bubble_of_entity(e))) {
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return EINVAL;
 	}
 	struct ma_bubble *old = ma_entity_parent(e);
 	if (old == b) {
 		e->explicit_member = 1;
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return 0;
 	}
 	if (old && e->explicit_member) {
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return EBUSY;
 	}
 	ma_spin_lock(&b->hold.lock);
-	/* Added before it leaves the old bubble, so neither is ever seen without it. */
 	int woken = b->woken;
 	ma_spin_unlock(&b->hold.lock);
+	if (old && e->type == MA_BUBBLE_ENTITY)
+		ma_bubble_detach_from_unit(ma_bubble_of_entity(e));
 	if (old)
 		ma_member_remove(old, e);
 	ma_spin_lock(&b->hold.lock);
 	ma_member_add(b, e, 1);
 	ma_spin_unlock(&b->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_INSERT, b->uid, ma_entity_uid(e), NULL);
 
 	if (e->type == MA_TASK_ENTITY) {
@@ -360,11 +388,13 @@ int marcel_bubble_removeentity(marcel_bubble_t *pub, marcel_entity_t *e)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	if (ma_entity_parent(e) != b) {
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return ENOENT;
 	}
+	if (e->type == MA_BUBBLE_ENTITY)
+		ma_bubble_detach_from_unit(ma_bubble_of_entity(e));
 	ma_member_remove(b, e);
 	struct ma_bubble *root = ma_root_bubble;
 	/* A thread always belongs somewhere; a bubble that never ran needs no home. */
@@ -374,7 +404,7 @@ int marcel_bubble_removeentity(marcel_bubble_t *pub, marcel_entity_t *e)
 		ma_member_add(root, e, 0);
 		ma_spin_unlock(&root->hold.lock);
 	}
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, ma_entity_uid(e), NULL);
 	if (e->type == MA_TASK_ENTITY) {
 		struct marcel_task *t = ma_task_of_entity(e);
@@ -433,9 +463,9 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	if (b->woken) {
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return EALREADY;
 	}
 	if (!b->e.natural_holder) {
@@ -452,7 +482,7 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	int parent_woken = p->woken;
 	if (!parent_woken)
 		b->woken = 1; /* runs when its parent is woken */
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	if (parent_woken)
 		ma_bubble_wake_tree(b);
 	return 0;
@@ -469,10 +499,10 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 		return EPERM;
 	struct marcel_task *self = ma_task_self();
 	if (self) {
-		ma_spin_lock(&ma_bubble_tree_lock);
+		ma_tree_lock();
 		struct ma_bubble *p = ma_entity_parent(&self->e);
 		int inside = p && ma_bubble_is_within(p, b);
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		if (inside)
 			return EDEADLK;
 	}
@@ -486,7 +516,7 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 			atomic_store(&wt.task->state, MA_TASK_RUNNING);
 		return EBUSY;
 	}
-	b->joining = 1;
+	atomic_store(&b->joining, 1);
 	int wait = atomic_load(&b->nb_threads_sub) != 0;
 	if (wait)
 		b->joiner = &wt;
@@ -496,18 +526,18 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 	else if (wt.task)
 		atomic_store(&wt.task->state, MA_TASK_RUNNING);
 	/* Empty: take it out of its bubble and of the scheduler. */
-	ma_bubble_regen_cancel(b);
 	ma_bubble_unplace(b);
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_bubble_regen_cancel(b);
+	ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&b->e);
 	if (p)
 		ma_member_remove(p, &b->e);
 	ma_spin_lock(&b->hold.lock);
-	b->joining = 0;
+	atomic_store(&b->joining, 0);
 	b->woken = 0;
 	atomic_store(&b->status, MA_BUBBLE_CLOSED);
 	ma_spin_unlock(&b->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_JOIN, b->uid, 0, NULL);
 	return 0;
 }
@@ -525,10 +555,11 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 	ma_bubble_setup(cb);
 	cb->magic = MA_BUBBLE_MAGIC;
 	cb->implicit = 1;
+	atomic_store_explicit(&cb->refs, 1, memory_order_relaxed); /* its own, until let go of */
 	cb->owner = self;
 	cb->woken = 1;
 	MA_TRACE(MA_TR_BUBBLE_NEW, cb->uid, 0, NULL);
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&self->e);
 	if (!p)
 		p = ma_root_bubble;
@@ -543,7 +574,7 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 	}
 	ma_member_add(p, &cb->e, 0);
 	ma_spin_unlock(&p->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_INSERT, p->uid, cb->uid, NULL);
 	self->children_bubble = cb;
 	return cb;
@@ -611,23 +642,48 @@ void ma_bubble_task_exit(struct marcel_task *t)
 		return;
 	atomic_fetch_add_explicit(&b->cpu_ended_ns, ma_task_cpu_ns(t), memory_order_relaxed);
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, t->id, NULL);
-	/* An insert may move it meanwhile: follow it. */
+	/* An insert may move it meanwhile: follow it. Between the two bubbles it has no
+	 * parent for a moment, under the tree lock: wait there for the move to end. */
 	while (b && !ma_member_remove(b, &t->e))
 		b = ma_entity_parent(&t->e);
+	if (!b) {
+		ma_tree_lock();
+		b = ma_entity_parent(&t->e);
+		if (b)
+			ma_member_remove(b, &t->e);
+		ma_tree_unlock();
+	}
 }
 
+/* Lets go of ownerless empty implicit bubble cb (its `freeing` set under its lock): it
+ * leaves its parent and the scheduler now, its memory goes with the last reference. */
 static void ma_bubble_free_now(struct ma_bubble *cb)
 {
+	/* Bubbles change parents under the tree lock (we may be inside such a change). */
 	cb->magic = MA_BUBBLE_DESTROYED;
+	int mine = !ma_tree_held;
+	if (mine)
+		ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&cb->e);
-	if (p)
+	if (p) {
 		atomic_fetch_add_explicit(&p->cpu_ended_ns, atomic_load(&cb->cpu_ended_ns), memory_order_relaxed);
-	while (p && !ma_member_remove(p, &cb->e))
-		p = ma_entity_parent(&cb->e);
+		ma_member_remove(p, &cb->e);
+	}
+	if (mine)
+		ma_tree_unlock();
 	ma_bubble_unplace(cb);
-	ma_bubble_regen_cancel(cb);
-	ma_bubble_memory_free(cb);
-	free(cb);
+	ma_bubble_regen_close(cb);
+	ma_bubble_unref(cb);
+}
+
+void ma_bubble_unref(struct ma_bubble *b)
+{
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1 || !b->implicit)
+		return;
+	/* Only an implicit bubble let go of reaches 0: it held one for itself until then. */
+	b->magic = MA_BUBBLE_DESTROYED;
+	ma_bubble_memory_free(b);
+	free(b);
 }
 
 marcel_bubble_t *marcel_bubble_holding_task(marcel_t t)
@@ -666,10 +722,10 @@ int marcel_bubble_barrier(marcel_bubble_t *pub)
 	struct marcel_task *self = ma_task_self();
 	if (!self)
 		return EPERM;
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&self->e);
 	if (!p || !ma_bubble_is_within(p, b)) {
-		ma_spin_unlock(&ma_bubble_tree_lock);
+		ma_tree_unlock();
 		return EPERM;
 	}
 	unsigned count = ma_bubble_count_threads(b);
@@ -681,7 +737,7 @@ int marcel_bubble_barrier(marcel_bubble_t *pub)
 		atomic_store(&b->bar_seq, seq + 1);
 	}
 	ma_spin_unlock(&b->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	if (serial) {
 		ma_fwake(&b->bar_seq, ~0u);
 		return MARCEL_BARRIER_SERIAL_THREAD;

@@ -25,7 +25,7 @@ static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
 		return 0;
 	}
 	ma_list_add_tail(&b->cache, &e->run_node);
-	b->nb_cached++;
+	ma_cached_add(b, 1);
 	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
 	struct ma_holder *h = b->e.sched_holder;
 	if (!b->queued && h && h->type == MA_RUNQUEUE_HOLDER &&
@@ -48,7 +48,7 @@ static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
 static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 {
 	ma_list_del(&e->run_node);
-	b->nb_cached--;
+	ma_cached_add(b, -1);
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
@@ -118,6 +118,25 @@ struct ma_bubble *ma_bubble_unit(struct ma_bubble *b)
 	return b;
 }
 
+/* Makes BORN thread t of b (locked, woken or forced) READY where it is to run; the caller
+ * queues it once b is unlocked. */
+static void ma_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq)
+{
+	struct ma_holder *h;
+	if (t->placed) /* created on the queue its attributes chose: it starts there */
+		h = rq ? &rq->hold : __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED);
+	else if (!b->woken)
+		h = &ma_rt.rqs[0].hold;
+	else {
+		h = ma_bubble_holder_for_member(b);
+		if (rq && h->type == MA_RUNQUEUE_HOLDER)
+			h = &rq->hold;
+	}
+	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
+	b->nb_born_threads--;
+	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
+}
+
 int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq, int force)
 {
 	ma_spin_lock(&b->hold.lock);
@@ -129,17 +148,7 @@ int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_r
 		ma_spin_unlock(&b->hold.lock);
 		return 0; /* starts with its bubble */
 	}
-	struct ma_holder *h;
-	if (!b->woken)
-		h = &ma_rt.rqs[0].hold;
-	else {
-		h = ma_bubble_holder_for_member(b);
-		if (rq && h->type == MA_RUNQUEUE_HOLDER)
-			h = &rq->hold;
-	}
-	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
-	b->nb_born_threads--;
-	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
+	ma_start_locked(b, t, rq);
 	ma_spin_unlock(&b->hold.lock);
 	ma_entity_enqueue(&t->e);
 	return 0;
@@ -149,22 +158,29 @@ int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_r
  * lock itself, parent first; the caller holds the tree lock, so membership stays put. */
 static void ma_start_born_rec(struct ma_bubble *x)
 {
+	/* Made ready in batches under the lock, queued outside it: one pass over the members
+	 * per batch rather than per thread. A started thread may end and leave the list as
+	 * soon as it is queued, so no position in the list is kept across the unlock. */
+	enum { BATCH = 256 };
+	struct marcel_task *ready[BATCH];
 	for (;;) {
-		struct marcel_task *t = NULL;
+		unsigned n = 0;
 		ma_spin_lock(&x->hold.lock);
-		if (x->nb_born_threads && !x->implicit)
-			for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
+		if (x->woken && !x->implicit)
+			for (struct ma_list *l = x->members.next; l != &x->members && x->nb_born_threads && n < BATCH;
+			     l = l->next) {
 				struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 				if (m->type == MA_TASK_ENTITY &&
 				    atomic_load(&ma_task_of_entity(m)->state) == MA_TASK_BORN) {
-					t = ma_task_of_entity(m);
-					break;
+					ma_start_locked(x, ma_task_of_entity(m), NULL);
+					ready[n++] = ma_task_of_entity(m);
 				}
 			}
 		ma_spin_unlock(&x->hold.lock);
-		if (!t)
+		for (unsigned i = 0; i < n; i++)
+			ma_entity_enqueue(&ready[i]->e);
+		if (n < BATCH)
 			break;
-		ma_bubble_start_task(x, t, NULL, 0);
 	}
 	ma_spin_lock(&x->hold.lock);
 	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
@@ -180,9 +196,9 @@ static void ma_start_born_rec(struct ma_bubble *x)
 
 void ma_bubble_start_born(struct ma_bubble *b)
 {
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	ma_start_born_rec(b);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 }
 
 /* ---- moving threads ---- */
@@ -242,7 +258,7 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
 void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq)
 {
 	ma_spin_lock(&b->hold.lock);
-	if (atomic_load(&b->status) == MA_BUBBLE_OPENED) {
+	if (atomic_load(&b->status) == MA_BUBBLE_OPENED || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
 		return;
 	}
@@ -296,14 +312,14 @@ static struct ma_entity *ma_member_containing(struct ma_bubble *b, struct ma_ent
 void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 {
 	ma_spin_lock(&b->hold.lock);
-	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED || b->e.sched_holder != &rq->hold) {
+	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED || b->e.sched_holder != &rq->hold || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
 		return;
 	}
 	ma_bubble_unqueue(b);
 	atomic_store(&b->status, MA_BUBBLE_OPENED);
 	b->burst_ns = ma_clock_ns();
-	b->e.last_level = (int)rq->level->id;
+	__atomic_store_n(&b->e.last_level, (int)rq->level->id, __ATOMIC_RELAXED);
 	/* Threads waiting in the cache go where their member goes; keep their order. */
 	struct ma_list cached;
 	ma_list_init(&cached);
@@ -313,7 +329,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		cached.next->prev = &cached;
 		cached.prev->next = &cached;
 		ma_list_init(&b->cache);
-		b->nb_cached = 0;
+		__atomic_store_n(&b->nb_cached, 0, __ATOMIC_RELAXED);
 	}
 	/* Members become units: threads on rq, sub-bubbles closed units placed on rq. */
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
@@ -343,7 +359,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		struct ma_bubble *s = ma_bubble_of_entity(m);
 		ma_spin_lock(&s->hold.lock);
 		ma_list_add_tail(&s->cache, &c->run_node);
-		s->nb_cached++;
+		ma_cached_add(s, 1);
 		c->ready_holder = &s->hold;
 		ma_spin_unlock(&s->hold.lock);
 	}
@@ -384,7 +400,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 			atomic_fetch_sub(&u->nb_out, 1);
 		return;
 	}
-	int vp = t->last_vp;
+	int vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
 	if (s == MA_TASK_RUNNING && vp >= 0 && (unsigned)vp < ma_rt.nb_vps)
 		ma_preempt_request(&ma_rt.workers[vp]);
 }
@@ -437,7 +453,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
 			}
 			if (queued) {
 				ma_list_add_tail(&u->cache, &m->run_node);
-				u->nb_cached++;
+				ma_cached_add(u, 1);
 				m->ready_holder = &u->hold;
 			} else {
 				ma_gather_out(u, t);
@@ -450,7 +466,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
 unsigned ma_bubble_gather(struct ma_bubble *b)
 {
 	ma_spin_lock(&b->hold.lock);
-	if (atomic_load(&b->status) != MA_BUBBLE_OPENED || b == ma_root_bubble) {
+	if (atomic_load(&b->status) != MA_BUBBLE_OPENED || b == ma_root_bubble || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
 		return 0;
 	}
@@ -516,7 +532,7 @@ void ma_bubble_resettle(struct ma_bubble *b)
 			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, c);
 			ma_list_add_tail(&u->cache, &c->run_node);
-			u->nb_cached++;
+			ma_cached_add(u, 1);
 			c->ready_holder = &u->hold;
 		}
 		struct ma_holder *uh = u->e.sched_holder;
@@ -524,6 +540,39 @@ void ma_bubble_resettle(struct ma_bubble *b)
 		    uh->type == MA_RUNQUEUE_HOLDER && atomic_load(&u->status) == MA_BUBBLE_CLOSED) {
 			u->queued = 1;
 			ma_rq_enqueue(ma_rq_of_holder(uh), &u->e);
+		}
+	}
+	ma_spin_unlock(&b->hold.lock);
+	ma_spin_unlock(&u->hold.lock);
+}
+
+void ma_bubble_detach_from_unit(struct ma_bubble *b)
+{
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	if (!p || !b->woken)
+		return;
+	ma_spin_lock(&p->hold.lock);
+	struct ma_holder *h = ma_bubble_holder_for_member(p);
+	ma_spin_unlock(&p->hold.lock);
+	if (h->type != MA_BUBBLE_HOLDER)
+		return;
+	struct ma_bubble *u = ma_bubble_of_holder(h);
+	ma_spin_lock(&u->hold.lock);
+	ma_spin_lock(&b->hold.lock);
+	/* Still inside a closed unit (u may have burst meanwhile: then b is a unit of its
+	 * own already, and nothing targets u any more). */
+	if (atomic_load(&b->status) == MA_BUBBLE_CLOSED && !b->e.sched_holder) {
+		ma_retarget_rec(b, &u->hold, &b->hold);
+		for (struct ma_list *l = u->cache.next; l != &u->cache;) {
+			struct ma_entity *c = ma_container_of(l, struct ma_entity, run_node);
+			l = l->next;
+			struct ma_bubble *cp = ma_entity_parent(c);
+			if (!cp || !ma_bubble_is_within(cp, b))
+				continue;
+			ma_cache_del(u, c);
+			ma_list_add_tail(&b->cache, &c->run_node);
+			ma_cached_add(b, 1);
+			c->ready_holder = &b->hold;
 		}
 	}
 	ma_spin_unlock(&b->hold.lock);
@@ -551,7 +600,7 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 		if (!ma_list_empty(&b->cache)) {
 			struct ma_entity *e = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, e);
-			e->last_level = (int)rq->level->id;
+			__atomic_store_n(&e->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
 			t = ma_task_of_entity(e);
 		}
 		ma_rq_dequeue_locked(rq, &b->e);

@@ -37,16 +37,23 @@ struct ma_bubble {
 	int id;                           /* the application's (marcel_bubble_setid) */
 	uint64_t uid;                     /* unique, for traces and snapshots */
 	atomic_int status;                /* enum ma_bubble_status; written under hold.lock */
-	unsigned char woken, implicit, joining;
+	unsigned char woken, implicit;
+	atomic_uchar joining;             /* written under hold.lock; read by descendants'
+					     thread counting, which holds only their own lock */
 	unsigned char freeing;            /* implicit: the party that frees it decided so */
 	struct marcel_task *owner;        /* implicit children bubble: its creator, NULL once
 					     it ended (the bubble is freed when also empty) */
 	struct ma_list members;           /* entities whose natural_holder is this bubble */
 	unsigned nb_members;
-	atomic_long nb_threads_sub;       /* threads of the subtree (join waits for 0) */
+	atomic_long nb_threads_sub;       /* threads of the subtree (join waits for 0); changed
+					     under cnt_lock, read without it */
+	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent,
+					     e.natural_holder, so that a count walking up through
+					     this bubble lands on exactly one side of a move */
 	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
 	struct ma_list cache;             /* ready threads of the subtree (closed and placed) */
-	unsigned nb_cached;
+	unsigned nb_cached;               /* written under hold.lock (ma_cached_add); read
+					     without it as an estimate */
 	int queued;                       /* on its run queue because the cache is not empty; set
 					     under hold.lock, the queue insertion follows it */
 	struct ma_waiter *joiner;
@@ -57,9 +64,15 @@ struct ma_bubble {
 	/* Regeneration (regen.c). */
 	unsigned long timeslice_us;
 	struct ma_timer regen_timer;      /* armed by the worker that burst it */
+	ma_spinlock_t regen_lock;         /* serialises arming and cancelling regen_timer */
 	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
+	unsigned char regen_closed;       /* going away: never armed again (regen_lock) */
 	struct ma_bubble *regen_next;     /* due list (regen.c) */
 	unsigned char regen_queued;
+	/* References from code that keeps a pointer after releasing the lock that made the
+	 * bubble reachable (a strategy's view, the due list). An implicit bubble is freed
+	 * when its own reference is dropped and no other remains; a destroy waits for 0. */
+	atomic_uint refs;
 	uint64_t burst_ns;                /* when it last burst */
 		atomic_uint nb_out;               /* CLOSING: threads still to come back */
 	/* Statistics kept here rather than synthesized. */
@@ -68,6 +81,26 @@ struct ma_bubble {
 	/* Strategy scratch space (owned by the current strategy). */
 	long sp[4];
 };
+
+/* Takes a reference on b; the caller holds a lock through which b is reachable (its
+ * parent's, its run queue's, the tree lock) or already holds a reference. */
+static inline void ma_bubble_ref(struct ma_bubble *b)
+{
+	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+}
+/* Drops a reference; frees an implicit bubble that was already let go of. */
+void ma_bubble_unref(struct ma_bubble *b) MA_HIDDEN;
+/* Whether b is going away (b locked): placement primitives leave it alone. */
+static inline int ma_bubble_dead(const struct ma_bubble *b)
+{
+	return b->freeing || b->magic != MA_BUBBLE_MAGIC;
+}
+
+/* Changes b's cache count (b locked); strategies read it unlocked as an estimate. */
+static inline void ma_cached_add(struct ma_bubble *b, int d)
+{
+	__atomic_store_n(&b->nb_cached, b->nb_cached + (unsigned)d, __ATOMIC_RELAXED);
+}
 
 /* Public storage must hold it. */
 _Static_assert(sizeof(struct ma_bubble) <= MARCEL_BUBBLE_STORAGE, "marcel_bubble_t too small");
@@ -128,6 +161,19 @@ int ma_bubble_is_within(const struct ma_bubble *b, const struct ma_bubble *anc) 
 /* Serialises structural changes (insert, remove, destroy, joins completing): they touch
  * two bubbles that are not in a known order. Scheduling never takes it. */
 extern ma_spinlock_t ma_bubble_tree_lock MA_HIDDEN;
+/* Whether this kernel thread holds the tree lock (code holding a spin lock never switches
+ * threads, so per kernel thread is per holder). */
+extern __thread int ma_tree_held MA_HIDDEN;
+static inline void ma_tree_lock(void)
+{
+	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_held = 1;
+}
+static inline void ma_tree_unlock(void)
+{
+	ma_tree_held = 0;
+	ma_spin_unlock(&ma_bubble_tree_lock);
+}
 
 /* Its owner ended (or the runtime stops): the children bubble is freed once empty. */
 void ma_bubble_task_exit_owner(struct marcel_task *t) MA_HIDDEN;
@@ -139,6 +185,10 @@ void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *h) MA_HIDDE
 /* A closed, gathered, woken bubble whose parent changed or that was just woken: merged
  * into its parent's closed unit, or handed to the strategy if its parent is opened. */
 void ma_bubble_resettle(struct ma_bubble *b) MA_HIDDEN;
+/* Woken bubble b, part of a closed unit above it, is about to leave its parent (tree lock
+ * held): its threads become its own again (its cache holds its ready ones), so that it
+ * can be placed by itself. Nothing happens if b is a unit itself. */
+void ma_bubble_detach_from_unit(struct ma_bubble *b) MA_HIDDEN;
 /* Starts the created-not-started threads of b's subtree (wake-up). */
 void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
@@ -185,6 +235,8 @@ void ma_bubble_check_closed(struct ma_bubble *b) MA_HIDDEN;
 /* Arms b's regeneration after it burst on worker w (if it has a time slice). */
 void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_regen_cancel(struct ma_bubble *b) MA_HIDDEN;
+/* Cancels for good: b is going away, nothing arms it again. */
+void ma_bubble_regen_close(struct ma_bubble *b) MA_HIDDEN;
 /* Regenerates b now: gather, then re-submit when every thread is back. */
 int ma_bubble_regenerate(struct ma_bubble *b) MA_HIDDEN;
 

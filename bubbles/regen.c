@@ -34,15 +34,18 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
 		us = ma_strategy()->default_timeslice_us;
 	if (!us || atomic_load(&b->regen_armed))
 		return;
-	/* The owner before the flag: a cancel that sees regen_armed reads it. Arms of one
-	 * bubble do not race: only its burst arms it, and bursts are serialised by its lock. */
-	b->regen_timer.owner = w;
-	if (atomic_exchange(&b->regen_armed, 1))
-		return;
-	ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
+	/* Arming and cancelling are serialised per bubble, so a cancel never runs between
+	 * the flag and the timer's insertion (the timer would then outlive the cancel). */
+	ma_spin_lock(&b->regen_lock);
+	if (!b->regen_closed && !atomic_load(&b->regen_armed)) {
+		b->regen_timer.owner = w;
+		atomic_store(&b->regen_armed, 1);
+		ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
+	}
+	ma_spin_unlock(&b->regen_lock);
 }
 
-void ma_bubble_regen_cancel(struct ma_bubble *b)
+static void ma_regen_cancel_locked(struct ma_bubble *b)
 {
 	if (!atomic_exchange(&b->regen_armed, 0))
 		return;
@@ -58,6 +61,21 @@ void ma_bubble_regen_cancel(struct ma_bubble *b)
 		b->regen_queued = 0;
 	}
 	ma_spin_unlock(&ma_regen_lock);
+}
+
+void ma_bubble_regen_cancel(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->regen_lock);
+	ma_regen_cancel_locked(b);
+	ma_spin_unlock(&b->regen_lock);
+}
+
+void ma_bubble_regen_close(struct ma_bubble *b)
+{
+	ma_spin_lock(&b->regen_lock);
+	b->regen_closed = 1;
+	ma_regen_cancel_locked(b);
+	ma_spin_unlock(&b->regen_lock);
 }
 
 int ma_bubble_regenerate(struct ma_bubble *b)
@@ -79,16 +97,19 @@ void ma_bubble_work(void)
 			ma_regen_list = b->regen_next;
 			b->regen_queued = 0;
 			atomic_store(&b->regen_armed, 0);
+			/* Taken before a cancel can unlink it: keeps it while we work on it. */
+			ma_bubble_ref(b);
 		}
 		ma_spin_unlock(&ma_regen_lock);
 		if (!b)
 			return;
 		const struct ma_strategy *s = ma_strategy();
 		if (!s)
-			continue; /* the runtime is stopping: nothing is placed any more */
-		if (s->tick)
+			; /* the runtime is stopping: nothing is placed any more */
+		else if (s->tick)
 			s->tick(b);
 		else
 			ma_bubble_regenerate(b);
+		ma_bubble_unref(b);
 	}
 }

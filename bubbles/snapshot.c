@@ -143,7 +143,7 @@ static void ma_snap_thread(struct ma_snap *c, struct marcel_task *t, int parent,
 	r->nb_running = st == MA_TASK_RUNNING;
 	r->cpu_ns = (long long)ma_task_cpu_ns(t);
 	r->last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
-	r->last_level = t->e.last_level;
+	r->last_level = __atomic_load_n(&t->e.last_level, __ATOMIC_RELAXED);
 	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
 	if (h && h->type == MA_BUBBLE_HOLDER) {
 		/* Its closed unit is an ancestor, already recorded (pre-order). */
@@ -183,7 +183,7 @@ static int ma_snap_bubble(struct ma_snap *c, struct ma_bubble *b, int parent, in
 	r->depth = depth;
 	r->prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED);
 	r->sched_level = b->e.sched_level;
-	r->last_level = b->e.last_level;
+	r->last_level = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
 	r->queue = ma_snap_queue_of(b->e.sched_holder);
 	long long load = 0, thr = 0, ready = 0, running = 0, memory = 0;
 	long long cpu = (long long)atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
@@ -289,11 +289,11 @@ struct marcel_snapshot *marcel_sched_snapshot(void)
 	snprintf(s->strategy, sizeof(s->strategy), "%s", st ? st->name : "");
 	s->nb_vps = ma_rt.nb_vps;
 	/* The tree lock keeps bubbles from being freed or moved while we walk them. */
-	ma_spin_lock(&ma_bubble_tree_lock);
+	ma_tree_lock();
 	ma_spin_lock(&ma_root_bubble->hold.lock);
 	ma_snap_bubble(&c, ma_root_bubble, -1, 0);
 	ma_spin_unlock(&ma_root_bubble->hold.lock);
-	ma_spin_unlock(&ma_bubble_tree_lock);
+	ma_tree_unlock();
 	if (!c.failed) {
 		s->nb_queues = ma_rt.topo.nb_levels + ma_rt.nb_vps;
 		s->queues = calloc(s->nb_queues, sizeof(*s->queues));

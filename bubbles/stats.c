@@ -73,7 +73,7 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 
 void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes)
 {
-	*s = (struct ma_stats){ .last_vp = -1, .last_level = e->last_level };
+	*s = (struct ma_stats){ .last_vp = -1, .last_level = __atomic_load_n(&e->last_level, __ATOMIC_RELAXED) };
 	if (e->type == MA_TASK_ENTITY) {
 		struct marcel_task *t = ma_task_of_entity(e);
 		ma_task_stats(t, s);

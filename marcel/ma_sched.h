@@ -158,6 +158,8 @@ struct marcel_task {
 	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
 	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
+	unsigned char placed;             /* its attributes chose its first queue (VP set or
+					     policy): it starts there, not in its bubble */
 	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
 	 * are not tracked and their misuse is not diagnosed. */
 	struct { void *lock; unsigned count; } rd_held[4];

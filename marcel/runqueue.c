@@ -124,7 +124,7 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 				continue;
 			}
 			ma_rq_dequeue_locked(rq, e);
-			e->last_level = (int)rq->level->id;
+			__atomic_store_n(&e->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
 			/* An enqueue skips the wake-up when a worker spins, but that worker takes
 			 * one entity: whoever takes one from a shared queue that still holds work,
 			 * with nobody spinning, wakes the next sleeper, so wake-ups chain. */

@@ -111,14 +111,16 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		return EAGAIN;
 	t->id = atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1;
 	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
-	t->e.sched_holder = &(rq ? rq : &ma_rt.rqs[0])->hold;
+	/* A recycled descriptor may still be glanced at by a strategy or a snapshot. */
+	__atomic_store_n(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold, __ATOMIC_RELAXED);
 	t->e.sched_level = 0;
 	t->e.load_hint = -1;
-	t->e.last_level = -1;
+	__atomic_store_n(&t->e.last_level, -1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&t->e.cpu_cycles, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;
+	t->placed = rq != NULL;
 	t->children_bubble = NULL;
-	t->last_vp = -1;
+	__atomic_store_n(&t->last_vp, -1, __ATOMIC_RELAXED);
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;

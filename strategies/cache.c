@@ -72,7 +72,17 @@ static int ma_cn_new(struct ma_cplan *p, struct ma_entity *e)
 	}
 	struct ma_cn *c = &p->n[p->nb];
 	*c = (struct ma_cn){ .e = e, .vp = -2, .first = -1, .next = -1 };
+	if (e->type == MA_BUBBLE_ENTITY) /* the plan outlives the locks it was built under */
+		ma_bubble_ref(ma_bubble_of_entity(e));
 	return (int)p->nb++;
+}
+
+static void ma_cplan_free(struct ma_cplan *p)
+{
+	for (unsigned i = 0; i < p->nb; i++)
+		if (p->n[i].e->type == MA_BUBBLE_ENTITY)
+			ma_bubble_unref(ma_bubble_of_entity(p->n[i].e));
+	free(p->n);
 }
 
 /* Copies e's subtree into the plan; e's parent is locked by the caller, or e is the
@@ -395,7 +405,7 @@ static void ma_cache_submit(struct ma_bubble *b)
 	struct ma_cplan p = { 0 };
 	int top = ma_cn_build(&p, &b->e);
 	if (top < 0 || p.failed) {
-		free(p.n);
+		ma_cplan_free(&p);
 		ma_bubble_place(b, &ma_rt.rqs[0]);
 		return;
 	}
@@ -405,7 +415,7 @@ static void ma_cache_submit(struct ma_bubble *b)
 		p.n[top].rq = &ma_rt.rqs[0];
 	}
 	ma_cache_exec(&p, top);
-	free(p.n);
+	ma_cplan_free(&p);
 }
 
 /* marcel_bubble_sched_begin: every closed bubble of the root is placed at once, knowing
@@ -438,7 +448,7 @@ static void ma_cache_start(void)
 			ma_cache_exec(&p, tops[i]);
 	}
 	free(tops);
-	free(p.n);
+	ma_cplan_free(&p);
 }
 
 /* Closed bubbles are only ever met where this strategy put them: serve them there. */

@@ -49,8 +49,9 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 		const struct ma_worker *w = &ma_rt.workers[v];
 		load += __atomic_load_n(&w->rq.nr_ready, __ATOMIC_RELAXED);
 		/* A busy VP runs one thread: that is load too. */
-		load += atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY &&
-			w->current && !w->current->is_idle;
+		const struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
+		load += atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
+			!cur->is_idle;
 	}
 	return load;
 }

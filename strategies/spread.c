@@ -74,6 +74,8 @@ static struct ma_dnode *ma_view_new(struct ma_view *v, struct ma_entity *e, int 
 	if (v->nb >= v->cap)
 		return NULL; /* the tree grew since it was counted: the rest stays where it is */
 	struct ma_dnode *x = &v->nodes[v->nb++];
+	if (is_bubble) /* the view outlives the locks it was built under (ma_view_free) */
+		ma_bubble_ref(ma_bubble_of_entity(e));
 	*x = (struct ma_dnode){
 		.e = e,
 		.is_bubble = is_bubble,
@@ -206,6 +208,9 @@ static int ma_view_build(struct ma_view *v, struct ma_bubble *b, int memory)
 
 static void ma_view_free(struct ma_view *v)
 {
+	for (unsigned i = 0; i < v->nb; i++)
+		if (v->nodes[i].is_bubble)
+			ma_bubble_unref(ma_bubble_of_entity(v->nodes[i].e));
 	free(v->nodes);
 	free(v->kids);
 	free(v->top);
@@ -334,13 +339,17 @@ static void ma_spread_gather_root(void)
 			if (m->type != MA_BUBBLE_ENTITY ||
 			    atomic_load(&ma_bubble_of_entity(m)->status) != MA_BUBBLE_OPENED)
 				continue;
-			if (n < cap)
+			if (n < cap) {
 				open[n] = ma_bubble_of_entity(m);
+				ma_bubble_ref(open[n]); /* an implicit one may be let go of meanwhile */
+			}
 			n++;
 		}
 		ma_spin_unlock(&r->hold.lock);
 		if (n <= cap)
 			break;
+		for (unsigned i = 0; i < cap; i++)
+			ma_bubble_unref(open[i]);
 		free(open);
 		cap = n + 8;
 		open = malloc(cap * sizeof(*open));
@@ -349,8 +358,10 @@ static void ma_spread_gather_root(void)
 	}
 	atomic_store(&ma_spread_starter, ma_task_self());
 	atomic_store(&ma_spread_starting, 1);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		ma_bubble_gather(open[i]);
+		ma_bubble_unref(open[i]);
+	}
 	atomic_store(&ma_spread_starting, 0);
 	free(open);
 }

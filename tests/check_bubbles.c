@@ -439,6 +439,114 @@ START_TEST(regeneration)
 }
 END_TEST
 
+/* Threads whose attributes choose a VP start there, whatever their bubble does: a closed
+ * bubble's cache is served by any VP of its queue. Created and woken (dontsched). */
+static any_t where_fn(any_t arg)
+{
+	*(int *)arg = marcel_current_vp();
+	return NULL;
+}
+
+START_TEST(placed_threads_start_where_asked)
+{
+	ma_test_init_with(MA_TEST_SYNTH32, "null");
+	marcel_bubble_t b;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	marcel_t busy;
+	marcel_attr_t ba;
+	ck_assert_int_eq(marcel_attr_init(&ba), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&ba, &b), 0);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
+	ck_assert_int_eq(marcel_create(&busy, &ba, ma_test_busy, NULL), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	unsigned n = marcel_nbvps();
+	for (unsigned k = 1; k < n; k += 5) {
+		for (int dontsched = 0; dontsched < 2; dontsched++) {
+			marcel_attr_t a;
+			ck_assert_int_eq(marcel_attr_init(&a), 0);
+			ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(k)), 0);
+			/* Half of them in the closed bubble, half in main's children bubble. */
+			if (k % 2)
+				ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &b), 0);
+			int vp = -2;
+			marcel_t t;
+			if (dontsched) {
+				ck_assert_int_eq(marcel_create_dontsched(&t, &a, where_fn, &vp), 0);
+				ck_assert_int_eq(marcel_wake_up_created_thread(t), 0);
+			} else {
+				ck_assert_int_eq(marcel_create(&t, &a, where_fn, &vp), 0);
+			}
+			ck_assert_int_eq(marcel_join(t, NULL), 0);
+			ck_assert_msg(vp == (int)k, "thread bound to VP %u (dontsched %d) ran on VP %d", k, dontsched, vp);
+		}
+	}
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
+	ck_assert_int_eq(marcel_join(busy, NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	marcel_end();
+}
+END_TEST
+
+/* A populated bubble moves back and forth between two parents while its threads end:
+ * every thread is counted once on one side, so the joins return and counts end at 0. */
+static atomic_int moved_ended;
+
+static any_t short_lived(any_t arg)
+{
+	marcel_usleep((unsigned long)(uintptr_t)arg);
+	atomic_fetch_add(&moved_ended, 1);
+	return NULL;
+}
+
+START_TEST(move_while_threads_end)
+{
+	ma_test_init_with(MA_TEST_SYNTH32, NULL);
+	enum { N = 64 };
+	marcel_bubble_t a, c, s;
+	ck_assert_int_eq(marcel_bubble_init(&a), 0);
+	ck_assert_int_eq(marcel_bubble_init(&c), 0);
+	ck_assert_int_eq(marcel_bubble_init(&s), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&a, &s), 0);
+	marcel_attr_t at;
+	ck_assert_int_eq(marcel_attr_init(&at), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&at, &s), 0);
+	atomic_store(&moved_ended, 0);
+	marcel_t t[N];
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(marcel_create(&t[i], &at, short_lived, (any_t)(uintptr_t)(200 + 150 * i)), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&a), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&c), 0);
+	long long v;
+	marcel_bubble_t *from = &a, *to = &c;
+	unsigned moves = 0;
+	while (atomic_load(&moved_ended) < N) {
+		ck_assert_int_eq(marcel_bubble_removebubble(from, &s), 0);
+		ck_assert_int_eq(marcel_bubble_insertbubble(to, &s), 0);
+		marcel_bubble_t *x = from;
+		from = to;
+		to = x;
+		moves++;
+		marcel_usleep(100); /* let them run (and end) between moves */
+	}
+	ck_assert_uint_gt(moves, 1);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_stats_get(&s, MARCEL_STATS_NB_THREADS, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(marcel_bubble_stats_get(from, MARCEL_STATS_NB_THREADS, &v), 0);
+	ck_assert_int_eq(v, 0);
+	/* Hangs (and times out) if a thread was counted twice or not at all. */
+	ck_assert_int_eq(marcel_bubble_join(&s), 0);
+	ck_assert_int_eq(marcel_bubble_join(&a), 0);
+	ck_assert_int_eq(marcel_bubble_join(&c), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&s), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&a), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&c), 0);
+	marcel_end();
+}
+END_TEST
+
 static void populate_api(TCase *tc)
 {
 	tcase_add_test(tc, errors);
@@ -462,6 +570,8 @@ int main(void)
 	tc = tcase_create("strategies");
 	tcase_add_test(tc, scheduler_selection);
 	tcase_add_test(tc, regeneration);
+	tcase_add_test(tc, placed_threads_start_where_asked);
+	tcase_add_test(tc, move_while_threads_end);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
