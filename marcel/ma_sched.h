@@ -225,6 +225,11 @@ struct ma_worker {
 
 /* ---- global state ---- */
 
+/* strategies/registry.c: whether a bubble scheduler has this name (or alias), and what
+ * the options error message offers instead ("one of: ..."). */
+int ma_strategy_name_ok(const char *name) MA_HIDDEN;
+const char *ma_strategy_names(void) MA_HIDDEN;
+
 struct ma_options {
 	const char *topology;             /* NULL: this machine */
 	const char *topology_src;         /* the variable or flag it came from, for errors */

@@ -117,9 +117,8 @@ static int ma_opt_spin(struct ma_options *o, const char *v, const char **accepte
 
 static int ma_opt_bubble_sched(struct ma_options *o, const char *v, const char **accepted)
 {
-	/* The name is checked against the registered strategies at init, which lists them. */
-	*accepted = "a bubble scheduler name (MARCEL_BUBBLE_SCHEDULER=list prints them)";
-	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf))
+	*accepted = ma_strategy_names();
+	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf) || (strcmp(v, "list") && !ma_strategy_name_ok(v)))
 		return -1;
 	strcpy(o->bubble_sched_buf, v);
 	o->bubble_sched = o->bubble_sched_buf;

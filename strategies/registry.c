@@ -52,6 +52,27 @@ int marcel_bubble_list_schedulers(FILE *out)
 	return 0;
 }
 
+int ma_strategy_name_ok(const char *name)
+{
+	return ma_strategy_lookup(name) != NULL;
+}
+
+const char *ma_strategy_names(void)
+{
+	static char buf[256];
+	if (!buf[0]) {
+		size_t n = (size_t)snprintf(buf, sizeof(buf), "one of:");
+		for (unsigned i = 0; i < MA_NB_STRATEGIES && n < sizeof(buf); i++) {
+			const struct ma_strategy *s = ma_strategies[i];
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s%s%s", s->name, s->alias ? " " : "",
+					      s->alias ? s->alias : "");
+		}
+		if (n < sizeof(buf))
+			snprintf(buf + n, sizeof(buf) - n, " (or 'list', which prints them and exits)");
+	}
+	return buf;
+}
+
 int ma_strategies_start(void)
 {
 	const char *name = ma_rt.opt.bubble_sched;

@@ -317,6 +317,19 @@ START_TEST(scheduler_selection)
 	ck_assert_ptr_nonnull(strstr(msg, "nosuch"));
 	ck_assert_ptr_nonnull(strstr(msg, "burst"));
 	ck_assert_ptr_nonnull(strstr(msg, "null"));
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	/* The same from the command line: the message names the flag. */
+	char a0[] = "prog", a1[] = "--marcel-bubble-scheduler", a2[] = "nosuch2";
+	char *args[] = { a0, a1, a2, NULL };
+	int argc = 3;
+	char **argv = args;
+	ma_test_capture_begin(&c);
+	e = marcel_init(&argc, argv);
+	ma_test_capture_end(&c, msg, sizeof(msg));
+	ck_assert_int_eq(e, EINVAL);
+	ck_assert_ptr_nonnull(strstr(msg, "--marcel-bubble-scheduler"));
+	ck_assert_ptr_nonnull(strstr(msg, "nosuch2"));
+	ck_assert_ptr_nonnull(strstr(msg, "spread"));
 	/* list: prints and exits 0. */
 	setenv("MARCEL_BUBBLE_SCHEDULER", "list", 1);
 	pid_t pid = fork();

@@ -124,9 +124,10 @@ int marcel_attr_setvpset(marcel_attr_t *attr, marcel_vpset_t set);
  * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
 int marcel_attr_getvpset(const marcel_attr_t *attr, marcel_vpset_t *set);
 
-/** Sets whether time slicing may preempt the thread (non-zero: yes, the default). This
- * version schedules cooperatively (no `MARCEL_TIMESLICE` yet): the flag is recorded for
- * when time slicing arrives.
+/** Sets whether the thread may be preempted (non-zero: yes, the default): by time slicing
+ * (`MARCEL_TIMESLICE`) and by a bubble regeneration asking it back. A thread that may not
+ * is switched only where it yields or blocks; marcel_thread_preemption_disable() does the
+ * same for a section of code.
  * @return 0, or EINVAL if @p attr is invalid. */
 int marcel_attr_setpreemptible(marcel_attr_t *attr, int preemptible);
 

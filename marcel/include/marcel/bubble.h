@@ -131,9 +131,10 @@ int marcel_bubble_removetask(marcel_bubble_t *b, marcel_t t);
 int marcel_wake_up_bubble(marcel_bubble_t *b);
 
 /**
- * Waits until @p b holds nothing (every thread in it, at any depth, ended and every
- * sub-bubble was removed or joined), then detaches it from its bubble. The bubble can then
- * be destroyed or reused.
+ * Waits until no thread is left in @p b at any depth (every one ended or was removed),
+ * then detaches @p b from its bubble and from the scheduler. Sub-bubbles, empty of
+ * threads by then, stay inside @p b: remove (or join) them before destroying @p b, which
+ * is EBUSY while it has members. @p b can then be destroyed or woken again.
  * @return 0; EINVAL for NULL, uninitialised or marcel_root_bubble; EDEADLK if the caller
  * is itself inside @p b; EBUSY if another thread is already joining it.
  */
@@ -163,8 +164,9 @@ int marcel_bubble_getprio(const marcel_bubble_t *b, int *prio);
  * Sets the level at which @p e bursts: one ::marcel_level_kind (marcel/topology.h), e.g.
  * ::MARCEL_LEVEL_NUMA for "one NUMA node's cores run this bubble's threads", or
  * ::MARCEL_LEVEL_DEFAULT. The level is a kind, not a depth, so a program says the same on
- * any machine; a kind this machine lacks means the nearest coarser item (the machine for
- * levels above the cores, the VP's own item for ::MARCEL_LEVEL_CORE and ::MARCEL_LEVEL_PU).
+ * any machine. A kind this machine lacks constrains nothing: `burst` and `steal` then
+ * burst the bubble on the machine's queue, `spread` and `memory` where their decision
+ * starts (the machine for sched_begin, the parent's queue for a submit).
  * For a thread, the level bounds how far down the strategy places it.
  * @return 0; EINVAL for a NULL entity or a value that is not 0 or a single kind bit.
  */
@@ -221,8 +223,8 @@ marcel_bubble_t *marcel_bubble_children(void);
 
 /** Threads created with @p attr go into bubble @p b (NULL: the default, the creator's
  * children bubble); they start when @p b is woken, at once if it already is.
- * @return 0; EINVAL if @p attr is not initialised or @p b is marcel_root_bubble's storage
- * is invalid. */
+ * @return 0; EINVAL if @p attr is not initialised, or @p b is not an initialised bubble
+ * or is marcel_root_bubble. */
 int marcel_attr_setnaturalbubble(marcel_attr_t *attr, marcel_bubble_t *b);
 
 /** Reads the bubble set by marcel_attr_setnaturalbubble() (NULL: none).

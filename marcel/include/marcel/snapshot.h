@@ -3,7 +3,7 @@
  * @brief A picture of the scheduler: the run-queue tree with the bubbles and threads each
  * queue holds or runs, and the bubble tree with every entity's statistics.
  *
- * Tests, tools and traces use this and nothing else to see placement. Each queue and each
+ * The tests use this and nothing else to see placement; it is the interface for tools. Each queue and each
  * bubble is read under its own lock, one after the other, so the picture is consistent per
  * queue and per bubble but is not one instant of the whole machine.
  */
