@@ -69,6 +69,24 @@ static inline struct ma_worker *ma_after_switch(struct marcel_task *self, struct
 	return w;
 }
 
+/* Whether w may run t, which it took off a queue (or a bubble's cache) and has not
+ * switched to yet: t is still scheduled on a queue of w's path, directly or through the
+ * closed bubble holding it. Until the switch, a strategy sees t neither queued nor running
+ * and may move it (ma_entity_move_to_holder, ma_bubble_place, ma_bubble_burst). */
+static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_task *t)
+{
+	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+	if (h && h->type == MA_BUBBLE_HOLDER)
+		h = __atomic_load_n(&ma_bubble_of_holder(h)->e.sched_holder, __ATOMIC_ACQUIRE);
+	if (!h || h->type != MA_RUNQUEUE_HOLDER)
+		return 1;
+	const struct ma_runqueue *rq = ma_rq_of_holder(h);
+	/* A disabled VP's queue sends its work to its father (ma_rq_enqueue). */
+	if (rq->vp >= 0 && atomic_load_explicit(&ma_rt.workers[rq->vp].disabled, memory_order_relaxed))
+		rq = rq->father;
+	return ma_path_index(w, rq) >= 0;
+}
+
 /* Inlined into yield, block and exit: one prologue instead of two on the hot paths. */
 static inline __attribute__((always_inline)) void
 ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
@@ -94,6 +112,16 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	unsigned rounds = 0;
 	while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
 		ma_spin_backoff(&rounds);
+	if (ma_unlikely(!next->is_idle && !ma_still_ours(w, next))) {
+		/* Moved since we took it: it goes there now rather than after a run here (it
+		 * would only follow the move at its next yield). */
+		ma_entity_enqueue(&next->e);
+		if (prev == &w->idle)
+			return;
+		next = &w->idle;
+		while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+			ma_spin_backoff(&rounds);
+	}
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);

@@ -184,6 +184,8 @@ static void expect_placement(placement_check ok)
 		ck_assert_ptr_nonnull(s);
 		ck_assert_str_eq(s->strategy, marcel_bubble_sched_name(marcel_bubble_current_sched()));
 		int good = ok(s, why, sizeof(why));
+		if (!good && streak) /* the picture that broke it, for the log */
+			marcel_sched_snapshot_write_json(s, stderr);
 		marcel_sched_snapshot_free(s);
 		if (good)
 			streak++;
