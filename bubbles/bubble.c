@@ -39,6 +39,7 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	ma_list_init(&b->members);
 	ma_list_init(&b->cache);
 	b->fixed_item = -1;
+	b->counted = 1;
 	atomic_init(&b->bar_seq, 0);
 }
 
@@ -85,7 +86,7 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 int marcel_bubble_destroy(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b)
+	if (!b || b->implicit)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
@@ -182,7 +183,7 @@ struct ma_zeroed {
  * move transfers exactly what it saw. */
 static void ma_count_threads(struct ma_bubble *b, long delta, struct ma_zeroed *z)
 {
-	for (struct ma_bubble *x = b; x && x != ma_root_bubble;) {
+	for (struct ma_bubble *x = b; x && x->counted;) {
 		ma_spin_lock(&x->cnt_lock);
 		/* Sequentially consistent, like the joiner's store of joining then load of the
 		 * count: one of the two sides sees the other. */
@@ -270,9 +271,10 @@ static struct ma_waiter *ma_bubble_empty_locked(struct ma_bubble *b, int *free_i
 
 static void ma_bubble_free_now(struct ma_bubble *cb);
 
-/* Removes e from b if it is still there: 1 if it was. Wakes b's joiner or frees b when
- * that empties it. */
-static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e)
+/* Removes e from b if it is still there: 1 if it was, and then credits b with cpu_ns (what
+ * an ended thread or a freed bubble consumed). Wakes b's joiner or frees b when that
+ * empties it. */
+static int ma_member_remove_cpu(struct ma_bubble *b, struct ma_entity *e, unsigned long long cpu_ns)
 {
 	int free_it;
 	ma_spin_lock(&b->hold.lock);
@@ -280,7 +282,13 @@ static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e)
 		ma_spin_unlock(&b->hold.lock);
 		return 0;
 	}
-	struct ma_zeroed z = { .n = 0 };
+	/* Written under b's lock only (no atomic add on a line every exit of b touches). */
+	if (cpu_ns)
+		atomic_store_explicit(&b->cpu_ended_ns,
+				      atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed) + cpu_ns,
+				      memory_order_relaxed);
+	struct ma_zeroed z; /* only n: the array is filled as used (this is every exit) */
+	z.n = 0;
 	ma_member_del(b, e, &z);
 	struct ma_waiter *j = ma_bubble_empty_locked(b, &free_it);
 	ma_spin_unlock(&b->hold.lock);
@@ -290,6 +298,13 @@ static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e)
 	if (free_it)
 		ma_bubble_free_now(b);
 	return 1;
+}
+
+/* Removes e from b if it is still there: 1 if it was. Wakes b's joiner or frees b when
+ * that empties it. */
+static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e)
+{
+	return ma_member_remove_cpu(b, e, 0);
 }
 
 /* Moves a thread out of wherever it is scheduled into its new bubble's unit: it follows
@@ -309,6 +324,9 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
 	if (!b || !ma_entity_ok(e) || e == &b->e || e == &ma_root_bubble->e)
+		return EINVAL;
+	/* Children bubbles stay where their thread made them (ma_bubble.h, counted). */
+	if (e->type == MA_BUBBLE_ENTITY && ma_bubble_of_entity(e)->implicit)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
@@ -384,7 +402,7 @@ int marcel_bubble_inserttask(marcel_bubble_t *b, marcel_t t)
 int marcel_bubble_removeentity(marcel_bubble_t *pub, marcel_entity_t *e)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || !ma_entity_ok(e))
+	if (!b || !ma_entity_ok(e) || (e->type == MA_BUBBLE_ENTITY && ma_bubble_of_entity(e)->implicit))
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
@@ -493,7 +511,8 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 int marcel_bubble_join(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || b == ma_root_bubble)
+	/* A children bubble lives and goes with its thread (and keeps no thread count). */
+	if (!b || b == ma_root_bubble || b->implicit)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
@@ -566,6 +585,7 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 	/* It opens where its creator's bubble sends new members (or is part of its creator's
 	 * closed unit), decided under the parent's lock so that a gather of the parent sees
 	 * it either before or after. */
+	cb->counted = p->counted;
 	ma_spin_lock(&p->hold.lock);
 	struct ma_holder *h = ma_bubble_holder_for_member(p);
 	if (h->type == MA_RUNQUEUE_HOLDER) {
@@ -589,7 +609,7 @@ marcel_bubble_t *marcel_bubble_children(void)
 	return cb ? ma_bubble_pub(cb) : NULL;
 }
 
-int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_bubble **out)
+int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_runqueue *rq, int start)
 {
 	struct ma_bubble *b = NULL;
 	if (attr && attr->natural_bubble) {
@@ -609,8 +629,13 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 	}
 	ma_spin_lock(&b->hold.lock);
 	ma_member_add(b, &t->e, attr && attr->natural_bubble);
+	/* Started with the same lock held: creation is the hottest path that meets bubbles. */
+	start = start && b->woken;
+	if (start)
+		ma_bubble_start_locked(b, t, rq);
 	ma_spin_unlock(&b->hold.lock);
-	*out = b;
+	if (start)
+		ma_entity_enqueue(&t->e);
 	return 0;
 }
 
@@ -634,23 +659,23 @@ void ma_bubble_task_exit_owner(struct marcel_task *t)
 void ma_bubble_task_exit(struct marcel_task *t)
 {
 	ma_bubble_task_exit_owner(t);
-	/* Its bubble cannot go away while it is a member: credit its CPU time first (to that
-	 * bubble only: statistics sum up the tree, and one shared root counter would be
-	 * written by every exit). */
+	/* Its CPU time goes to the bubble it leaves, with the removal (to that bubble only:
+	 * statistics sum up the tree, and one shared root counter would be written by every
+	 * exit). */
 	struct ma_bubble *b = ma_entity_parent(&t->e);
 	if (!b)
 		return;
-	atomic_fetch_add_explicit(&b->cpu_ended_ns, ma_task_cpu_ns(t), memory_order_relaxed);
+	unsigned long long cpu = ma_task_cpu_ns(t);
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, t->id, NULL);
 	/* An insert may move it meanwhile: follow it. Between the two bubbles it has no
 	 * parent for a moment, under the tree lock: wait there for the move to end. */
-	while (b && !ma_member_remove(b, &t->e))
+	while (b && !ma_member_remove_cpu(b, &t->e, cpu))
 		b = ma_entity_parent(&t->e);
 	if (!b) {
 		ma_tree_lock();
 		b = ma_entity_parent(&t->e);
 		if (b)
-			ma_member_remove(b, &t->e);
+			ma_member_remove_cpu(b, &t->e, cpu);
 		ma_tree_unlock();
 	}
 }
@@ -665,10 +690,8 @@ static void ma_bubble_free_now(struct ma_bubble *cb)
 	if (mine)
 		ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&cb->e);
-	if (p) {
-		atomic_fetch_add_explicit(&p->cpu_ended_ns, atomic_load(&cb->cpu_ended_ns), memory_order_relaxed);
-		ma_member_remove(p, &cb->e);
-	}
+	if (p)
+		ma_member_remove_cpu(p, &cb->e, atomic_load(&cb->cpu_ended_ns));
 	if (mine)
 		ma_tree_unlock();
 	ma_bubble_unplace(cb);
@@ -905,6 +928,7 @@ int ma_bubbles_start(void)
 	r->magic = MA_BUBBLE_MAGIC;
 	r->id = 0;
 	r->woken = 1;
+	r->counted = 0;
 	atomic_store(&r->status, MA_BUBBLE_OPENED);
 	r->e.sched_holder = &ma_rt.rqs[0].hold;
 	MA_TRACE(MA_TR_BUBBLE_NEW, r->uid, 0, NULL);

@@ -118,9 +118,7 @@ struct ma_bubble *ma_bubble_unit(struct ma_bubble *b)
 	return b;
 }
 
-/* Makes BORN thread t of b (locked, woken or forced) READY where it is to run; the caller
- * queues it once b is unlocked. */
-static void ma_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq)
+void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq)
 {
 	struct ma_holder *h;
 	if (t->placed) /* created on the queue its attributes chose: it starts there */
@@ -148,7 +146,7 @@ int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_r
 		ma_spin_unlock(&b->hold.lock);
 		return 0; /* starts with its bubble */
 	}
-	ma_start_locked(b, t, rq);
+	ma_bubble_start_locked(b, t, rq);
 	ma_spin_unlock(&b->hold.lock);
 	ma_entity_enqueue(&t->e);
 	return 0;
@@ -172,7 +170,7 @@ static void ma_start_born_rec(struct ma_bubble *x)
 				struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 				if (m->type == MA_TASK_ENTITY &&
 				    atomic_load(&ma_task_of_entity(m)->state) == MA_TASK_BORN) {
-					ma_start_locked(x, ma_task_of_entity(m), NULL);
+					ma_bubble_start_locked(x, ma_task_of_entity(m), NULL);
 					ready[n++] = ma_task_of_entity(m);
 				}
 			}

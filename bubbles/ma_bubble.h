@@ -38,6 +38,11 @@ struct ma_bubble {
 	uint64_t uid;                     /* unique, for traces and snapshots */
 	atomic_int status;                /* enum ma_bubble_status; written under hold.lock */
 	unsigned char woken, implicit;
+	/* Keeps nb_threads_sub: an application's bubble (it can be joined) and the implicit
+	 * bubbles below one. Implicit bubbles whose ancestors up to the root are all implicit
+	 * are not: nobody can join them, and counting would cost every create and exit a
+	 * lock per level. Fixed at creation: implicit bubbles never move. */
+	unsigned char counted;
 	atomic_uchar joining;             /* written under hold.lock; read by descendants'
 					     thread counting, which holds only their own lock */
 	unsigned char freeing;            /* implicit: the party that frees it decided so */
@@ -151,9 +156,12 @@ static inline uint64_t ma_entity_uid(struct ma_entity *e)
 struct ma_bubble *ma_bubble_get(marcel_bubble_t *b) MA_HIDDEN;
 int ma_bubbles_start(void) MA_HIDDEN;
 void ma_bubbles_stop(void) MA_HIDDEN;
-/* Thread creation: puts t (not started) into the bubble its attributes name; returns the
- * bubble, which the caller then starts t in with ma_bubble_start_task. */
-int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_bubble **out) MA_HIDDEN;
+/* Thread creation: puts t (BORN) into the bubble its attributes name and, if `start`,
+ * starts it there (rq: the queue its attributes chose, or NULL) once that bubble is woken. */
+int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_runqueue *rq, int start) MA_HIDDEN;
+/* Makes BORN thread t of b (locked, woken or forced) READY where it is to run; the caller
+ * queues it once b is unlocked. */
+void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq) MA_HIDDEN;
 /* A thread ended: out of its bubble (may complete a join or free a children bubble). */
 void ma_bubble_task_exit(struct marcel_task *t) MA_HIDDEN;
 /* Whether b is in the subtree of anc (b == anc included). Caller keeps the tree still. */
@@ -252,7 +260,6 @@ void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes
 long long ma_entity_load(struct ma_entity *e) MA_HIDDEN;
 /* CPU time of a thread in ns (its cycles converted). */
 unsigned long long ma_task_cpu_ns(const struct marcel_task *t) MA_HIDDEN;
-void ma_stats_start(void) MA_HIDDEN;
 void ma_bubble_memory_free(struct ma_bubble *b) MA_HIDDEN;
 /* NUMA node holding most of e's attached memory, -1 if none attached. */
 int ma_entity_preferred_node(struct ma_entity *e) MA_HIDDEN;

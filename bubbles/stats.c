@@ -7,23 +7,9 @@
 #include <time.h>
 #include "ma_bubble.h"
 
-/* Cycle counter to ns: the ratio is measured between start and the first read, which is
- * accurate once a few milliseconds passed (tests and strategies read it much later). */
-static uint64_t ma_stats_c0, ma_stats_t0;
-
-void ma_stats_start(void)
-{
-	ma_stats_t0 = ma_clock_ns();
-	ma_stats_c0 = ma_cycles();
-}
-
 unsigned long long ma_task_cpu_ns(const struct marcel_task *t)
 {
-	unsigned long long cyc = atomic_load_explicit(&t->e.cpu_cycles, memory_order_relaxed);
-	uint64_t dt = ma_clock_ns() - ma_stats_t0, dc = ma_cycles() - ma_stats_c0;
-	if (!dc || !dt)
-		return cyc;
-	return (unsigned long long)((long double)cyc * dt / dc);
+	return atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed);
 }
 
 static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)

@@ -179,11 +179,20 @@ int marcel_init(int *argc, char **argv)
 	}
 	/* main runs from here on without a switch: its slice on VP0 starts now. */
 	MA_TRACE(MA_TR_THREAD_RUN, ma_rt.main_task->id, 0, ma_rt.main_task->name);
-	ma_stats_start();
+	if ((e = ma_cpu_clock_start())) {
+		fprintf(stderr, "marcel: cannot start the CPU time clock thread: %s\n", strerror(e));
+		ma_overflow_handler_remove();
+		ma_runtime_free();
+		ma_trace_stop();
+		return e;
+	}
+	/* main's first run is charged from now. */
+	ma_rt.workers[0].run_start = atomic_load(&ma_cpu_clock);
 	ma_bubbles_start();
 	/* Prints why on failure (an unknown MARCEL_BUBBLE_SCHEDULER lists the valid ones). */
 	if ((e = ma_strategies_start())) {
 		ma_bubbles_stop();
+		ma_cpu_clock_stop();
 		ma_overflow_handler_remove();
 		ma_runtime_free();
 		ma_trace_stop();
@@ -193,6 +202,7 @@ int marcel_init(int *argc, char **argv)
 	if ((e = ma_carriers_start())) {
 		ma_strategies_stop();
 		ma_bubbles_stop();
+		ma_cpu_clock_stop();
 		ma_overflow_handler_remove();
 		ma_runtime_free();
 		ma_trace_stop();
@@ -203,6 +213,7 @@ int marcel_init(int *argc, char **argv)
 		ma_strategies_stop();
 		ma_carriers_stop();
 		ma_bubbles_stop();
+		ma_cpu_clock_stop();
 		ma_overflow_handler_remove();
 		ma_runtime_free();
 		ma_trace_stop();
@@ -289,6 +300,7 @@ void marcel_end(void)
 
 	ma_carriers_stop();
 	ma_bubbles_stop();
+	ma_cpu_clock_stop();
 	ma_overflow_handler_remove();
 	ma_runtime_free();
 	/* Last: every worker has stopped, so every per-VP buffer is final. */

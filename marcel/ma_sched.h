@@ -47,7 +47,7 @@ struct ma_entity {
 	struct ma_list member_node;
 	unsigned char explicit_member;    /* inserted by the application (not an implicit bubble) */
 	long long load_hint;              /* MARCEL_STATS_LOAD; < 0: unset */
-	_Atomic unsigned long long cpu_cycles; /* consumed (threads; bubbles: unused) */
+	_Atomic unsigned long long cpu_ns; /* consumed (threads; bubbles: unused), cpuclock.c */
 	int last_level;                   /* item id of the queue it was last taken from, -1 */
 };
 
@@ -197,7 +197,9 @@ struct ma_worker {
 	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
-	uint64_t run_start;               /* ma_cycles() when current started running */
+	uint64_t run_start;               /* ma_cpu_clock when current started running */
+	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
+	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -224,6 +226,12 @@ struct ma_worker {
 } __attribute__((aligned(64)));
 
 /* ---- global state ---- */
+
+/* cpuclock.c: the coarse clock CPU time is charged with (ns, set every millisecond by a
+ * helper thread while the runtime runs). */
+extern _Atomic uint64_t ma_cpu_clock MA_HIDDEN;
+int ma_cpu_clock_start(void) MA_HIDDEN;
+void ma_cpu_clock_stop(void) MA_HIDDEN;
 
 /* strategies/registry.c: whether a bubble scheduler has this name (or alias), and what
  * the options error message offers instead ("one of: ..."). */

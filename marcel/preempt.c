@@ -87,7 +87,7 @@ struct ma_preempt_vp {
 	_Atomic uint64_t preempted_at;
 	/* Ticker's own. */
 	struct marcel_task *seen;         /* current thread at the previous tick */
-	uint64_t seen_run_start;          /* and its w->run_start (A, B, then A again differ) */
+	unsigned long seen_switches;      /* and w->nr_switches (A, B, then A again differ) */
 	uint64_t slice_start;             /* when seen began running, as far as we know */
 	pid_t cpu_tid;                    /* kernel thread of the last CPU-time sample */
 	uint64_t cpu_prev;                /* its CPU time at the previous tick */
@@ -472,14 +472,14 @@ static int ma_preempt_tick(uint64_t now, uint64_t prev_tick)
 		struct ma_worker *w = &ma_rt.workers[v];
 		struct ma_preempt_vp *p = &ma_pvp[v];
 		struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-		uint64_t run_start = __atomic_load_n(&w->run_start, __ATOMIC_RELAXED);
+		unsigned long switches = __atomic_load_n(&w->nr_switches, __ATOMIC_RELAXED);
 		struct marcel_task *tg = atomic_load_explicit(&p->target, memory_order_relaxed);
-		if (cur != p->seen || run_start != p->seen_run_start) {
+		if (cur != p->seen || switches != p->seen_switches) {
 			/* It switched: a fresh slice, which began at a preemption if one was
 			 * served since the previous tick, else (not knowing better) now. A tick
 			 * target that left by itself is served. */
 			p->seen = cur;
-			p->seen_run_start = run_start;
+			p->seen_switches = switches;
 			if (tg && tg != cur && !atomic_load(&p->requested))
 				atomic_compare_exchange_strong(&p->target, &tg, NULL);
 			uint64_t pa = atomic_load_explicit(&p->preempted_at, memory_order_relaxed);

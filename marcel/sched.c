@@ -126,12 +126,13 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
-	/* CPU time: one cycle-counter read per switch, charged to the thread leaving. */
-	uint64_t now = ma_cycles();
-	atomic_store_explicit(&prev->e.cpu_cycles,
-			      atomic_load_explicit(&prev->e.cpu_cycles, memory_order_relaxed) + (now - w->run_start),
+	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
+	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
+	atomic_store_explicit(&prev->e.cpu_ns,
+			      atomic_load_explicit(&prev->e.cpu_ns, memory_order_relaxed) + (now - w->run_start),
 			      memory_order_relaxed);
 	w->run_start = now;
+	__atomic_store_n(&w->nr_switches, w->nr_switches + 1, __ATOMIC_RELAXED);
 	if (ma_unlikely(ma_tracing())) {
 		if (!prev->is_idle)
 			ma_trace_emit(MA_TR_THREAD_STOP, prev->id, 0, prev->name);

@@ -85,6 +85,20 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 	}
 }
 
+/* A thread id: unique, for traces and snapshots. Workers take them from the shared counter
+ * in blocks, so that creating a thread touches no line another VP writes. */
+static uint64_t ma_new_id(struct ma_worker *w)
+{
+	enum { BLOCK = 1024 };
+	if (ma_unlikely(!w))
+		return atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1;
+	if (ma_unlikely(w->id_next == w->id_end)) {
+		w->id_next = atomic_fetch_add_explicit(&ma_rt.next_id, BLOCK, memory_order_relaxed) + 1;
+		w->id_end = w->id_next + BLOCK;
+	}
+	return w->id_next++;
+}
+
 static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg,
 		     int dontsched)
 {
@@ -109,14 +123,14 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	struct marcel_task *t = ma_task_alloc(w);
 	if (ma_unlikely(!t))
 		return EAGAIN;
-	t->id = atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1;
+	t->id = ma_new_id(w);
 	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
 	/* A recycled descriptor may still be glanced at by a strategy or a snapshot. */
 	__atomic_store_n(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold, __ATOMIC_RELAXED);
 	t->e.sched_level = 0;
 	t->e.load_hint = -1;
 	__atomic_store_n(&t->e.last_level, -1, __ATOMIC_RELAXED);
-	atomic_store_explicit(&t->e.cpu_cycles, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;
 	t->placed = rq != NULL;
 	t->children_bubble = NULL;
@@ -142,11 +156,8 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	if (pid)
 		*pid = t;
 	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
-	struct ma_bubble *b;
-	ma_bubble_adopt_new(t, attr, &b);
 	MA_TRACE(MA_TR_THREAD_NEW, t->id, 0, t->name);
-	if (!dontsched)
-		ma_bubble_start_task(b, t, rq, 0);
+	ma_bubble_adopt_new(t, attr, rq, !dontsched);
 	return 0;
 }
 

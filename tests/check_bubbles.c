@@ -120,6 +120,14 @@ static any_t parent_fn(any_t arg)
 	ck_assert_ptr_nonnull(mine);
 	ck_assert_ptr_eq(marcel_bubble_holding_task(kid), mine);
 	ck_assert_ptr_eq(marcel_bubble_holding_bubble(mine), marcel_bubble_holding_task(marcel_self()));
+	/* It goes with its thread: not moved, joined or destroyed by the application. */
+	marcel_bubble_t other;
+	ck_assert_int_eq(marcel_bubble_init(&other), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&other, mine), EINVAL);
+	ck_assert_int_eq(marcel_bubble_removebubble(marcel_bubble_holding_bubble(mine), mine), EINVAL);
+	ck_assert_int_eq(marcel_bubble_join(mine), EINVAL);
+	ck_assert_int_eq(marcel_bubble_destroy(mine), EINVAL);
+	ck_assert_int_eq(marcel_bubble_destroy(&other), 0);
 	/* inheritholder: a sibling instead. */
 	marcel_attr_t a;
 	marcel_attr_init(&a);

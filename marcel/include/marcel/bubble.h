@@ -73,7 +73,8 @@ enum marcel_bubble_status {
 int marcel_bubble_init(marcel_bubble_t *b);
 
 /** Releases @p b's resources. The bubble must be empty and not inserted in another bubble.
- * @return 0; EINVAL if @p b is NULL or not initialised; EBUSY if it still holds entities,
+ * @return 0; EINVAL if @p b is NULL, not initialised or a children bubble
+ * (marcel_bubble_children(): it goes with its thread); EBUSY if it still holds entities,
  * is inserted in a bubble (remove it first), or is marcel_root_bubble. */
 int marcel_bubble_destroy(marcel_bubble_t *b);
 
@@ -96,7 +97,8 @@ marcel_entity_t *marcel_task_entity(marcel_t t);
  * was woken, the entity is woken too (a thread created with marcel_create_dontsched()
  * starts; a bubble is woken with its contents).
  * @return 0; EINVAL if an argument is NULL or not initialised, or @p e is @p b itself,
- * an ancestor of @p b (a cycle), the main thread or marcel_root_bubble; EBUSY if @p e is
+ * an ancestor of @p b (a cycle), the main thread, marcel_root_bubble or a children bubble
+ * (marcel_bubble_children(): it stays where its thread made it); EBUSY if @p e is
  * already in another bubble; ESRCH if @p e is a thread that has ended.
  */
 int marcel_bubble_insertentity(marcel_bubble_t *b, marcel_entity_t *e);
@@ -109,7 +111,8 @@ int marcel_bubble_inserttask(marcel_bubble_t *b, marcel_t t);
 
 /** Removes @p e from @p b; it goes back to marcel_root_bubble (where it runs). A thread
  * keeps running; a closed bubble keeps its contents.
- * @return 0; EINVAL for a NULL or uninitialised argument; ENOENT if @p e is not in @p b. */
+ * @return 0; EINVAL for a NULL or uninitialised argument, or if @p e is a children bubble;
+ * ENOENT if @p e is not in @p b. */
 int marcel_bubble_removeentity(marcel_bubble_t *b, marcel_entity_t *e);
 
 /** marcel_bubble_removeentity() for a bubble. @return as marcel_bubble_removeentity(). */
@@ -135,8 +138,9 @@ int marcel_wake_up_bubble(marcel_bubble_t *b);
  * then detaches @p b from its bubble and from the scheduler. Sub-bubbles, empty of
  * threads by then, stay inside @p b: remove (or join) them before destroying @p b, which
  * is EBUSY while it has members. @p b can then be destroyed or woken again.
- * @return 0; EINVAL for NULL, uninitialised or marcel_root_bubble; EDEADLK if the caller
- * is itself inside @p b; EBUSY if another thread is already joining it.
+ * @return 0; EINVAL for NULL, uninitialised, marcel_root_bubble or a children bubble (it
+ * is not joined: it goes when its thread and its members have ended); EDEADLK if the
+ * caller is itself inside @p b; EBUSY if another thread is already joining it.
  */
 int marcel_bubble_join(marcel_bubble_t *b);
 
@@ -218,7 +222,9 @@ marcel_bubble_t *marcel_bubble_holding_task(marcel_t t);
 marcel_bubble_t *marcel_bubble_holding_bubble(marcel_bubble_t *b);
 
 /** Returns the calling thread's children bubble (created on first use; NULL outside a
- * marcel thread or if memory ran out). */
+ * marcel thread or if memory ran out). It sits where the thread was when it was made and
+ * is freed once the thread and everything in it ended: it cannot be moved, joined or
+ * destroyed, but bubbles and threads can be inserted into it. */
 marcel_bubble_t *marcel_bubble_children(void);
 
 /** Threads created with @p attr go into bubble @p b (NULL: the default, the creator's
