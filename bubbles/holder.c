@@ -296,13 +296,16 @@ static void ma_retarget_rec(struct ma_bubble *x, struct ma_holder *from, struct 
 	}
 }
 
-/* The member of b whose subtree holds entity e (e itself if it is a direct member). */
+/* The member of b whose subtree holds entity e (e itself if it is a direct member), NULL
+ * if e is not in b's subtree any more. */
 static struct ma_entity *ma_member_containing(struct ma_bubble *b, struct ma_entity *e)
 {
 	for (;;) {
 		struct ma_bubble *p = ma_entity_parent(e);
-		if (!p || p == b)
+		if (p == b)
 			return e;
+		if (!p)
+			return NULL;
 		e = &p->e;
 	}
 }
@@ -350,6 +353,13 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		ma_list_del(&c->run_node);
 		c->ready_holder = NULL;
 		struct ma_entity *m = ma_member_containing(b, c);
+		if (!m) {
+			/* Its bubble left b while it waited in b's cache (moved out as a unit of its
+			 * own): it runs where b bursts until its bubble's next gather or placement
+			 * takes it back, rather than going to a cache nobody serves. */
+			__atomic_store_n(&c->sched_holder, &rq->hold, __ATOMIC_RELEASE);
+			m = c;
+		}
 		if (m == c) {
 			ma_rq_enqueue(rq, c);
 			continue;
@@ -385,15 +395,25 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 /* Marks thread t (of a bubble being gathered into u) as having to come back. */
 static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 {
+	/* Only a thread on a processor is waited for. A READY one that was not on its queue
+	 * is on its way to one (taken by a worker, or being queued): it comes to u's cache at
+	 * its next switch anyway, and counting it left u waiting for ever when it reached a
+	 * cache by a path that does not count threads back (a burst, a resettle). */
 	int s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING)
+	if (s != MA_TASK_RUNNING && s != MA_TASK_BLOCKING)
+		return;
+	/* Already asked back by an earlier gather (of a unit its bubble has left since):
+	 * that unit counts it and is told when it is back; asking again would overwrite
+	 * leave_unit and that unit would wait for it for ever. u does not wait for it: it
+	 * comes back to u's cache anyway (its sched holder is u now). */
+	if (atomic_load(&t->leave_req))
 		return;
 	atomic_fetch_add(&u->nb_out, 1);
 	t->leave_unit = u;
 	atomic_store(&t->leave_req, 1);
 	/* It may have blocked or ended since: then it is already back (or gone). */
 	s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) {
+	if (s != MA_TASK_RUNNING && s != MA_TASK_BLOCKING) {
 		if (atomic_exchange(&t->leave_req, 0))
 			atomic_fetch_sub(&u->nb_out, 1);
 		return;
