@@ -615,17 +615,18 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 			return NULL;
 		}
 		struct marcel_task *t = NULL;
-		if (!ma_list_empty(&b->cache)) {
+		/* A unit being gathered is not served (the switch would send the thread back). */
+		if (!ma_list_empty(&b->cache) && atomic_load(&b->status) != MA_BUBBLE_CLOSING) {
 			struct ma_entity *e = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, e);
 			__atomic_store_n(&e->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
 			t = ma_task_of_entity(e);
 		}
 		ma_rq_dequeue_locked(rq, &b->e);
-		if (!ma_list_empty(&b->cache))
+		if (t && !ma_list_empty(&b->cache))
 			ma_rq_enqueue_locked(rq, &b->e); /* round robin among the queue's units */
 		else
-			b->queued = 0;
+			b->queued = 0; /* closing: queued again once closed (resettle, place) */
 		int more = rq->vp < 0 && atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &&
 			   !atomic_load_explicit(&rq->nr_spinning, memory_order_relaxed) &&
 			   atomic_load_explicit(&rq->nr_sleeping, memory_order_relaxed);

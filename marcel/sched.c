@@ -76,8 +76,15 @@ static inline struct ma_worker *ma_after_switch(struct marcel_task *self, struct
 static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_task *t)
 {
 	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
-	if (h && h->type == MA_BUBBLE_HOLDER)
-		h = __atomic_load_n(&ma_bubble_of_holder(h)->e.sched_holder, __ATOMIC_ACQUIRE);
+	if (h && h->type == MA_BUBBLE_HOLDER) {
+		/* Held by a closed bubble: one being gathered (CLOSING) or taken off the queues
+		 * (a gang whose turn ended) runs nothing; its gather does not wait for a thread
+		 * that was only on its way to a processor (holder.c, ma_gather_out). */
+		const struct ma_bubble *b = ma_bubble_of_holder(h);
+		h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+		if (!h || atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING)
+			return 0;
+	}
 	if (!h || h->type != MA_RUNQUEUE_HOLDER)
 		return 1;
 	const struct ma_runqueue *rq = ma_rq_of_holder(h);
