@@ -1,0 +1,271 @@
+/*
+ * The arithmetic and the command line shared by every conduction variant (conduction.h).
+ * No thread call here: this file is linked into the pthread, marcel and OpenMP programs
+ * alike.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "conduction.h"
+
+/* Diffusion numbers: below the explicit scheme's stability limits (1/4 in 2D, 1/6 in 3D),
+ * so the field stays bounded however long it runs. */
+#define ALPHA2 0.2
+#define ALPHA3 0.125
+
+#define DEFAULT_SIZE2 1024
+#define DEFAULT_SIZE3 128
+#define DEFAULT_ITERS 100
+#define MAX_DIM 1000000L
+#define MAX_CELLS (1LL << 32)  /* 64 GiB for the two buffers: beyond that, a typo */
+#define MAX_THREADS 4096
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]\n"
+		"  --size     grid points per axis (default %d, or %d with --3d); N alone means\n"
+		"             N along every axis; each at least 3\n"
+		"  --iters    iterations (default %d)\n"
+		"  --threads  threads, one stripe each (default: the processors online)\n"
+		"  --3d       7-point stencil on N x M x K instead of 5-point on N x M\n",
+		prog, DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS);
+}
+
+/* Prints "prog: <message>" and the usage on stderr; exits with status 2, as for any
+ * usage error. */
+static _Noreturn __attribute__((format(printf, 2, 3)))
+void bad_option(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	usage(stderr, prog);
+	exit(2);
+}
+
+/* Parses a decimal integer in [lo, hi] ending at *end; 0 on success. */
+static int parse_long(const char *s, long lo, long hi, long *out, char **end)
+{
+	if (*s < '0' || *s > '9')
+		return -1;  /* strtol would accept a sign or spaces */
+	errno = 0;
+	long v = strtol(s, end, 10);
+	if (errno != 0 || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+void cond_parse(struct cond_run *r, int argc, char **argv, const char *prog)
+{
+	long dim[3] = { 0, 0, 0 };
+	int ndim = 0;
+	long threads = 0;
+	memset(r, 0, sizeof(*r));
+	r->prog = prog;
+	r->dims = 2;
+	r->iters = DEFAULT_ITERS;
+
+	for (int i = 1; i < argc; i++) {
+		const char *opt = argv[i];
+		if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+			usage(stdout, prog);
+			exit(0);
+		}
+		if (strcmp(opt, "--3d") == 0) {
+			r->dims = 3;
+			continue;
+		}
+		if (strcmp(opt, "--size") != 0 && strcmp(opt, "--iters") != 0 &&
+		    strcmp(opt, "--threads") != 0)
+			bad_option(prog, "unknown option '%s'", opt);
+		if (i + 1 >= argc)
+			bad_option(prog, "option '%s' needs a value", opt);
+		const char *val = argv[++i];
+		char *end;
+		if (strcmp(opt, "--size") == 0) {
+			for (ndim = 0;; val = end + 1) {
+				if (ndim == 3 || parse_long(val, 3, MAX_DIM, &dim[ndim], &end) != 0)
+					bad_option(prog, "option '%s': '%s' is not N, NxM or NxMxK with each "
+						   "value from 3 to 1000000", opt, argv[i]);
+				ndim++;
+				if (*end != 'x')
+					break;
+			}
+			if (*end != 0)
+				bad_option(prog, "option '%s': '%s' is not N, NxM or NxMxK", opt, argv[i]);
+		} else if (strcmp(opt, "--iters") == 0) {
+			if (parse_long(val, 0, 1000000000L, &r->iters, &end) != 0 || *end != 0)
+				bad_option(prog, "option '%s': '%s' is not an iteration count (0 to 10^9)",
+					   opt, val);
+		} else {
+			if (parse_long(val, 1, MAX_THREADS, &threads, &end) != 0 || *end != 0)
+				bad_option(prog, "option '%s': '%s' is not a thread count (1 to 4096)",
+					   opt, val);
+		}
+	}
+
+	if (ndim == 3 && r->dims == 2)
+		bad_option(prog, "option '--size': a size with three values needs --3d");
+	if (ndim == 0)
+		dim[0] = r->dims == 3 ? DEFAULT_SIZE3 : DEFAULT_SIZE2;
+	for (int d = ndim ? ndim : 1; d < 3; d++)
+		dim[d] = ndim <= 1 ? dim[0] : dim[d - 1];  /* N means N everywhere; NxM in 3D: K = M */
+	r->n = dim[0];
+	r->m = dim[1];
+	r->k = r->dims == 3 ? dim[2] : 1;
+	if ((long long)r->n * r->m * r->k > MAX_CELLS)
+		bad_option(prog, "option '--size': more than 2^32 grid points");
+
+	if (threads == 0) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = online < 1 ? 1 : online > MAX_THREADS ? MAX_THREADS : online;
+		if (threads > r->n - 2)
+			threads = r->n - 2;
+	}
+	/* Every stripe must have an interior row to compute, or its thread only waits. */
+	if (threads > r->n - 2)
+		bad_option(prog, "option '--threads': %ld threads, but the first axis has only %ld interior "
+			   "points to share", threads, r->n - 2);
+	r->nthreads = (int)threads;
+}
+
+void *cond_calloc(const struct cond_run *r, size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (p == NULL && n != 0 && size != 0) {
+		fprintf(stderr, "%s: out of memory (%zu x %zu bytes)\n", r->prog, n, size);
+		exit(1);
+	}
+	return p;
+}
+
+void cond_check(const struct cond_run *r, int err, const char *what)
+{
+	if (err != 0) {
+		fprintf(stderr, "%s: %s: %s\n", r->prog, what, strerror(err));
+		exit(1);
+	}
+}
+
+void cond_alloc(struct cond_run *r)
+{
+	size_t cells = (size_t)r->n * (size_t)r->m * (size_t)r->k;
+	for (int b = 0; b < 2; b++) {
+		/* malloc, not calloc: calloc may touch the pages here, in the main thread. */
+		r->buf[b] = malloc(cells * sizeof(double));
+		if (r->buf[b] == NULL) {
+			fprintf(stderr, "%s: out of memory for a %ldx%ldx%ld grid (%zu MiB per buffer)\n",
+				r->prog, r->n, r->m, r->k, cells * sizeof(double) >> 20);
+			exit(1);
+		}
+	}
+}
+
+void cond_free(struct cond_run *r)
+{
+	free(r->buf[0]);
+	free(r->buf[1]);
+	r->buf[0] = r->buf[1] = NULL;
+}
+
+/* Stripe s owns rows [lo, hi) of the first axis, boundaries included. */
+static void stripe_rows(const struct cond_run *r, int s, long *lo, long *hi)
+{
+	*lo = r->n * s / r->nthreads;
+	*hi = r->n * (s + 1) / r->nthreads;
+}
+
+/* Initial value: the first face is hot, the second cooler, the others cold; the interior
+ * starts with a ripple so that every cell matters to the checksum. */
+static double initial(const struct cond_run *r, long i, long j, long l)
+{
+	if (i == 0)
+		return 100.0;
+	if (j == 0)
+		return 50.0;
+	if (i == r->n - 1 || j == r->m - 1 || (r->dims == 3 && (l == 0 || l == r->k - 1)))
+		return 0.0;
+	return (double)((i * 31 + j * 17 + l * 7) % 101) * 0.25;
+}
+
+void cond_init_stripe(const struct cond_run *r, int s)
+{
+	long lo, hi;
+	stripe_rows(r, s, &lo, &hi);
+	for (long i = lo; i < hi; i++)
+		for (long j = 0; j < r->m; j++)
+			for (long l = 0; l < r->k; l++) {
+				size_t at = ((size_t)i * r->m + j) * r->k + l;
+				r->buf[0][at] = r->buf[1][at] = initial(r, i, j, l);
+			}
+}
+
+void cond_step(const struct cond_run *r, int s, long t)
+{
+	const double *restrict in = r->buf[t % 2];
+	double *restrict out = r->buf[(t + 1) % 2];
+	long lo, hi;
+	stripe_rows(r, s, &lo, &hi);
+	if (lo < 1)
+		lo = 1;
+	if (hi > r->n - 1)
+		hi = r->n - 1;
+	const long m = r->m, k = r->k;
+	if (r->dims == 2) {
+		for (long i = lo; i < hi; i++)
+			for (long j = 1; j < m - 1; j++) {
+				const double *c = in + i * m + j;
+				out[i * m + j] = *c + ALPHA2 * ((c[-m] + c[m]) + (c[-1] + c[1]) - 4.0 * *c);
+			}
+		return;
+	}
+	const long plane = m * k;
+	for (long i = lo; i < hi; i++)
+		for (long j = 1; j < m - 1; j++)
+			for (long l = 1; l < k - 1; l++) {
+				const double *c = in + i * plane + j * k + l;
+				double around = (c[-plane] + c[plane]) + (c[-k] + c[k]) + (c[-1] + c[1]);
+				out[i * plane + j * k + l] = *c + ALPHA3 * (around - 6.0 * *c);
+			}
+}
+
+void cond_report(const struct cond_run *r, double seconds)
+{
+	/* FNV-1a over the cells' bit patterns in memory order: any change to any bit of any
+	 * cell changes it, and it is computed once, sequentially, after the run. */
+	const double *g = r->buf[r->iters % 2];
+	size_t cells = (size_t)r->n * (size_t)r->m * (size_t)r->k;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t c = 0; c < cells; c++) {
+		uint64_t bits;
+		memcpy(&bits, &g[c], sizeof(bits));
+		h = (h ^ bits) * 0x100000001b3ULL;
+	}
+	if (r->dims == 2)
+		printf("%s: 2D %ldx%ld, %ld iterations, %d thread%s\n", r->prog, r->n, r->m, r->iters,
+		       r->nthreads, r->nthreads > 1 ? "s" : "");
+	else
+		printf("%s: 3D %ldx%ldx%ld, %ld iterations, %d thread%s\n", r->prog, r->n, r->m, r->k,
+		       r->iters, r->nthreads, r->nthreads > 1 ? "s" : "");
+	printf("checksum %016" PRIx64 "\n", h);
+	printf("time %.3f s\n", seconds);
+}
+
+double cond_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,54 @@
+/*
+ * Explicit heat conduction on a grid, shared by the four variants of examples/conduction:
+ * simple.c (plain pthreads), fixed.c (pthreads pinned with hwloc), marcel.c (simple.c
+ * ported to marcel, with bubbles) and openmp.c. The variants differ only in how they run
+ * the stripes; the arithmetic lives here, so their checksums are bit-identical.
+ *
+ * The grid is N x M (2D, 5-point stencil) or N x M x K (--3d, 7-point stencil), with
+ * fixed boundary values. It is split along its first axis into one stripe of rows (of
+ * planes in 3D) per thread. Iteration t reads buffer t % 2 and writes the other, so a
+ * barrier between iterations is the only synchronisation, and each cell's new value
+ * depends on the previous iteration alone: the result does not depend on how many
+ * stripes there are or on who computes them.
+ */
+#ifndef CONDUCTION_H
+#define CONDUCTION_H
+
+struct cond_run {
+	const char *prog;  /* names the program in messages */
+	int dims;          /* 2 or 3 */
+	long n, m, k;      /* points along each axis (k = 1 in 2D) */
+	long iters;
+	int nthreads;      /* = number of stripes */
+	double *buf[2];
+};
+
+/* Fills @p r from the command line (see usage in common.c). Exits with status 0 after
+ * --help and 2 after a bad option, saying which. */
+void cond_parse(struct cond_run *r, int argc, char **argv, const char *prog);
+
+/* Allocates both buffers without touching them: each stripe's thread touches its own rows
+ * first (cond_init_stripe), so on a NUMA machine they live near that thread. */
+void cond_alloc(struct cond_run *r);
+void cond_free(struct cond_run *r);
+
+/* Sets the initial values of stripe @p s's rows in both buffers. */
+void cond_init_stripe(const struct cond_run *r, int s);
+
+/* Computes iteration @p t on stripe @p s. */
+void cond_step(const struct cond_run *r, int s, long t);
+
+/* Prints the size, the checksum of the final grid (a fixed-order reduction of its bit
+ * patterns) and @p seconds. */
+void cond_report(const struct cond_run *r, double seconds);
+
+/* Monotonic clock, in seconds. */
+double cond_now(void);
+
+/* calloc that exits with a message on failure. */
+void *cond_calloc(const struct cond_run *r, size_t n, size_t size);
+
+/* Exits with status 1 after "prog: what: strerror(err)" when err is not 0. */
+void cond_check(const struct cond_run *r, int err, const char *what);
+
+#endif

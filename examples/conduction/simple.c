@@ -1,0 +1,62 @@
+/*
+ * Heat conduction with POSIX threads, one per stripe (conduction.h). simple.c is the
+ * pthread program and marcel.c the same program ported to marcel (the diff is in
+ * doc/porting.md); fixed.c pins simple.c's threads by hand, openmp.c is the reference.
+ * Here the threads are left to the kernel, which places and moves them as it likes.
+ * Usage: simple|marcel [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "conduction.h"
+
+#define PROG "conduction/simple"
+
+static struct cond_run run;
+static pthread_barrier_t barrier;
+
+static void barrier_wait(void)
+{
+	int err = pthread_barrier_wait(&barrier);
+	cond_check(&run, err == PTHREAD_BARRIER_SERIAL_THREAD ? 0 : err, "pthread_barrier_wait");
+}
+
+static void *stripe_thread(void *arg)
+{
+	int s = (int)(long)arg;
+	cond_init_stripe(&run, s);
+	/* Neighbours read this stripe's edge rows from the first iteration on. */
+	barrier_wait();
+	for (long t = 0; t < run.iters; t++) {
+		cond_step(&run, s, t);
+		barrier_wait();
+	}
+	return NULL;
+}
+
+static void start_threads(pthread_t *tids)
+{
+	for (int s = 0; s < run.nthreads; s++)
+		cond_check(&run, pthread_create(&tids[s], NULL, stripe_thread, (void *)(long)s),
+			   "pthread_create");
+}
+
+int main(int argc, char **argv)
+{
+	cond_parse(&run, argc, argv, PROG);
+	cond_alloc(&run);
+	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
+	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");
+
+	double t0 = cond_now();
+	start_threads(tids);
+	for (int s = 0; s < run.nthreads; s++)
+		cond_check(&run, pthread_join(tids[s], NULL), "pthread_join");
+	double seconds = cond_now() - t0;
+
+	cond_report(&run, seconds);
+	pthread_barrier_destroy(&barrier);
+	free(tids);
+	cond_free(&run);
+	return 0;
+}

@@ -1,0 +1,191 @@
+/*
+ * examples/conduction: the four variants of the heat-conduction stencil (plain pthreads,
+ * pinned pthreads, the marcel port with bubbles, OpenMP) print bit-identical checksums,
+ * whatever the thread count, the bubble strategy or the topology, and that checksum is
+ * the one a plain sequential computation gives. Bad options exit with status 2, naming
+ * the option.
+ *
+ * The examples are separate programs, run by path (MA_EXAMPLES_DIR) through popen; the
+ * runtime is never started in this process.
+ */
+#define _GNU_SOURCE
+#include <sys/wait.h>
+#include "ma_test.h"
+
+#ifndef MA_EXAMPLES_DIR
+#error "MA_EXAMPLES_DIR (the build's examples directory) must be defined"
+#endif
+#ifndef MA_HAVE_OPENMP
+#error "MA_HAVE_OPENMP (1 when examples/conduction/openmp is built) must be defined"
+#endif
+
+/* libgomp is not built with ThreadSanitizer, which then sees its barriers as races: the
+ * OpenMP variant only runs in builds without it. */
+#if MA_HAVE_OPENMP && !defined(MA_TEST_TSAN)
+#define RUN_OPENMP 1
+#else
+#define RUN_OPENMP 0
+#endif
+
+#define DIR MA_EXAMPLES_DIR "/conduction/"
+#define SMALL "--size 96 --iters 50"
+
+static const char *const variants[] = { "simple", "fixed", "marcel", "openmp" };
+#define NVARIANTS (RUN_OPENMP ? 4 : 3)
+
+static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory" };
+
+/* Runs "env DIR/variant args" with stderr merged into stdout; returns the output
+ * (malloc'd) and the wait status. */
+static char *run(const char *env, const char *variant, const char *args, int *status)
+{
+	char path[1024], cmd[2048];
+	snprintf(path, sizeof(path), DIR "%s", variant);
+	ck_assert_msg(access(path, X_OK) == 0, "%s not built: run make in the build's examples directory", path);
+	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", env, path, args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_msg(p != NULL, "popen(%s) failed", cmd);
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	size_t n;
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 1024) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	buf[len] = 0;
+	*status = pclose(p);
+	return buf;
+}
+
+/* Runs a variant that must succeed; returns its checksum (16 hex digits) in sum. */
+static void checksum(const char *env, const char *variant, const char *args, char sum[17])
+{
+	int st;
+	char *out = run(env, variant, args, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s %s: status %#x, output:\n%s",
+		      env, variant, args, st, out);
+	const char *line = strstr(out, "\nchecksum ");
+	ck_assert_msg(line != NULL && strspn(line + 10, "0123456789abcdef") == 16,
+		      "%s %s %s printed no checksum:\n%s", env, variant, args, out);
+	memcpy(sum, line + 10, 16);
+	sum[16] = 0;
+	free(out);
+}
+
+/* Asserts that a run gives the checksum @p want. */
+static void expect(const char *want, const char *env, const char *variant, const char *args)
+{
+	char got[17];
+	checksum(env, variant, args, got);
+	ck_assert_msg(strcmp(got, want) == 0, "%s %s %s: checksum %s, expected %s", env, variant, args,
+		      got, want);
+}
+
+START_TEST(test_reference)
+{
+	/* From a sequential Python rendering of the same update (same expression, same
+	 * order, fixed-order FNV-1a of the final cells): the shared kernel computes what it
+	 * says, not merely the same thing in every variant. */
+	expect("41cf4875d1a274b5", "", "simple", "--size 12x10 --iters 5 --threads 3");
+}
+END_TEST
+
+START_TEST(test_variants_agree)
+{
+	char ref[17];
+	checksum("", "simple", SMALL " --threads 4", ref);
+	for (int v = 0; v < NVARIANTS; v++)
+		expect(ref, "OMP_PROC_BIND=close OMP_PLACES=cores", variants[v], SMALL " --threads 4");
+	/* The stripes change with the thread count; the cells' values must not. */
+	expect(ref, "", "simple", SMALL " --threads 1");
+	expect(ref, "", "simple", SMALL " --threads 7");
+	expect(ref, "", "fixed", SMALL " --threads 3");
+	expect(ref, "", "marcel", SMALL " --threads 5");
+	expect(ref, "", "marcel", SMALL " --threads 94");  /* one interior row each */
+	if (RUN_OPENMP)
+		expect(ref, "", "openmp", SMALL " --threads 6");
+	expect(ref, "", "marcel", "--marcel-nvp 1 " SMALL " --threads 4");
+}
+END_TEST
+
+START_TEST(test_variants_agree_3d)
+{
+	char ref[17];
+	const char *args = "--3d --size 24x20x16 --iters 20 --threads 4";
+	checksum("", "simple", args, ref);
+	for (int v = 0; v < NVARIANTS; v++)
+		expect(ref, "", variants[v], args);
+	expect(ref, "", "marcel", "--3d --size 24x20x16 --iters 20 --threads 9");
+	expect(ref, "", "simple", "--3d --size 24x20x16 --iters 20 --threads 1");
+}
+END_TEST
+
+START_TEST(test_strategies)
+{
+	char ref[17], env[256];
+	checksum("", "simple", SMALL " --threads 4", ref);
+	for (unsigned s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+		snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s", strategies[s]);
+		expect(ref, env, "marcel", SMALL " --threads 4");
+		/* 16 workers on a synthetic 32-PU machine: bubbles burst at several levels. */
+		snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s MARCEL_TOPOLOGY='%s'", strategies[s],
+			 MA_TEST_SYNTH32);
+		expect(ref, env, "marcel", SMALL " --threads 16");
+	}
+}
+END_TEST
+
+/* A bad command line: status 2 and a message naming the culprit, from every variant. */
+static void expect_usage_error(const char *variant, const char *args, const char *named)
+{
+	int st;
+	char *out = run("", variant, args, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s %s: status %#x, expected exit 2:\n%s",
+		      variant, args, st, out);
+	ck_assert_msg(strstr(out, named) != NULL && strstr(out, "usage:") != NULL,
+		      "%s %s: the message does not name %s or give the usage:\n%s", variant, args, named, out);
+	free(out);
+}
+
+START_TEST(test_bad_options)
+{
+	for (int v = 0; v < NVARIANTS; v++) {
+		expect_usage_error(variants[v], "--size 96 --bogus", "'--bogus'");
+		expect_usage_error(variants[v], "--threads 0", "'--threads'");
+	}
+	expect_usage_error("simple", "--iters", "'--iters'");
+	expect_usage_error("simple", "--size 96 --threads 95", "'--threads'");
+	expect_usage_error("marcel", "--size 2", "'--size'");
+	expect_usage_error("marcel", "--size 8x8x8", "--3d");
+	expect_usage_error("marcel", "--iters 1e3", "'--iters'");
+}
+END_TEST
+
+static void clean_environment(void)
+{
+	/* The runs set what they need; nothing is inherited from whoever runs the suite. */
+	unsetenv("MARCEL_TOPOLOGY");
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	unsetenv("MARCEL_NVP");
+	unsetenv("OMP_NUM_THREADS");
+}
+
+int main(void)
+{
+	Suite *s = suite_create("conduction");
+	TCase *tc = tcase_create("examples");
+	tcase_add_checked_fixture(tc, clean_environment, NULL);
+	tcase_add_test(tc, test_reference);
+	tcase_add_test(tc, test_variants_agree);
+	tcase_add_test(tc, test_variants_agree_3d);
+	tcase_add_test(tc, test_strategies);
+	tcase_add_test(tc, test_bad_options);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	return ma_test_run(s);
+}
