@@ -43,23 +43,7 @@ static char *run(const char *env, const char *variant, const char *args, int *st
 	snprintf(path, sizeof(path), DIR "%s", variant);
 	ck_assert_msg(access(path, X_OK) == 0, "%s not built: run make in the build's examples directory", path);
 	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", env, path, args);
-	FILE *p = popen(cmd, "r");
-	ck_assert_msg(p != NULL, "popen(%s) failed", cmd);
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-	ck_assert_ptr_nonnull(buf);
-	size_t n;
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 1024) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	*status = pclose(p);
-	return buf;
+	return ma_test_run_capture(cmd, status);
 }
 
 /* Runs a variant that must succeed; returns its checksum (16 hex digits) in sum. */

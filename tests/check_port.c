@@ -133,27 +133,6 @@ static long ms_since(clockid_t clock, const struct timespec *t0)
 
 /* ------------------------------------------------------------------ examples */
 
-/* Runs cmd with popen; returns its stdout (malloc'd) and its wait status. */
-static char *run_capture(const char *cmd, int *status)
-{
-	FILE *p = popen(cmd, "r");
-	ck_assert_msg(p != NULL, "popen(%s) failed", cmd);
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-	ck_assert_ptr_nonnull(buf);
-	size_t n;
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 1024) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	buf[len] = 0;
-	*status = pclose(p);
-	return buf;
-}
 
 /* Runs the original with @p args and the port with @p port_args; they must agree. */
 static void compare_examples(const char *args, const char *port_args)
@@ -168,9 +147,9 @@ static void compare_examples(const char *args, const char *port_args)
 	char cmd[2100];
 	int st_o, st_p;
 	snprintf(cmd, sizeof(cmd), "%s %s", original, args);
-	char *out_o = run_capture(cmd, &st_o);
+	char *out_o = ma_test_run_capture(cmd, &st_o);
 	snprintf(cmd, sizeof(cmd), "%s %s", ported, port_args);
-	char *out_p = run_capture(cmd, &st_p);
+	char *out_p = ma_test_run_capture(cmd, &st_p);
 
 	ck_assert_msg(WIFEXITED(st_o) && WEXITSTATUS(st_o) == 0, "original %s: status %#x", args, st_o);
 	ck_assert_msg(WIFEXITED(st_p) && WEXITSTATUS(st_p) == 0, "ported %s (topology %s): status %#x",

@@ -164,4 +164,26 @@ static inline int ma_test_run(Suite *s)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Runs cmd with popen; returns its stdout (malloc'd) and its wait status. */
+static inline char *ma_test_run_capture(const char *cmd, int *status)
+{
+	FILE *p = popen(cmd, "r");
+	ck_assert_msg(p != NULL, "popen(%s) failed", cmd);
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	size_t n;
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 1024) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	buf[len] = 0;
+	*status = pclose(p);
+	return buf;
+}
+
 #endif
