@@ -52,6 +52,34 @@ static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
+/* Units a thread was counted back to while locks were held: checked once they are not. */
+struct ma_backs {
+	struct ma_bubble *u[8];
+	unsigned n;
+};
+
+/* Thread entity c, asked back by a gather, reached a queue or a cache without passing
+ * through a switch or ma_bubble_cache_add (a burst, a resettle, a detach, another gather
+ * moved it): it is back. A unit this empties is remembered in bk; with no room left, c
+ * stays asked back and is counted at its next switch. */
+static void ma_back_quiet(struct ma_entity *c, struct ma_backs *bk)
+{
+	if (c->type != MA_TASK_ENTITY || bk->n == 8)
+		return;
+	struct marcel_task *t = ma_task_of_entity(c);
+	if (!atomic_load_explicit(&t->leave_req, memory_order_relaxed) || !atomic_exchange(&t->leave_req, 0))
+		return;
+	struct ma_bubble *u = t->leave_unit;
+	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
+		bk->u[bk->n++] = u;
+}
+
+static void ma_backs_check(struct ma_backs *bk)
+{
+	for (unsigned i = 0; i < bk->n; i++)
+		ma_bubble_check_closed(bk->u[i]);
+}
+
 void ma_entity_enqueue(struct ma_entity *e)
 {
 	for (;;) {
@@ -318,6 +346,8 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		return;
 	}
 	ma_bubble_unqueue(b);
+	struct ma_backs bk;
+	bk.n = 0;
 	atomic_store(&b->status, MA_BUBBLE_OPENED);
 	b->burst_ns = ma_clock_ns();
 	__atomic_store_n(&b->e.last_level, (int)rq->level->id, __ATOMIC_RELAXED);
@@ -360,6 +390,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 			__atomic_store_n(&c->sched_holder, &rq->hold, __ATOMIC_RELEASE);
 			m = c;
 		}
+		ma_back_quiet(c, &bk);
 		if (m == c) {
 			ma_rq_enqueue(rq, c);
 			continue;
@@ -387,6 +418,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 	}
 	struct ma_worker *w = ma_worker_self();
 	ma_spin_unlock(&b->hold.lock);
+	ma_backs_check(&bk);
 	MA_TRACE(MA_TR_BUBBLE_BURST, b->uid, rq->level->id, rq->name);
 	if (w)
 		ma_bubble_regen_arm(w, b);
@@ -395,12 +427,12 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 /* Marks thread t (of a bubble being gathered into u) as having to come back. */
 static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 {
-	/* Only a thread on a processor is waited for. A READY one that was not on its queue
-	 * is on its way to one (taken by a worker, or being queued): it comes to u's cache at
-	 * its next switch anyway, and counting it left u waiting for ever when it reached a
-	 * cache by a path that does not count threads back (a burst, a resettle). */
+	/* A READY one not on its queue is on its way to a processor (taken by a worker) or
+	 * to a queue: waited for too, so that no thread of u runs once u is closed. The
+	 * switch sends it back to u (sched.c, ma_still_ours) and every way into a cache
+	 * counts it back (ma_back_quiet). */
 	int s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_BLOCKING)
+	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING)
 		return;
 	/* Already asked back by an earlier gather (of a unit its bubble has left since):
 	 * that unit counts it and is told when it is back; asking again would overwrite
@@ -413,7 +445,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 	atomic_store(&t->leave_req, 1);
 	/* It may have blocked or ended since: then it is already back (or gone). */
 	s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_BLOCKING) {
+	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) {
 		if (atomic_exchange(&t->leave_req, 0))
 			atomic_fetch_sub(&u->nb_out, 1);
 		return;
@@ -425,7 +457,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 
 /* Pulls every thread of x's subtree into u's cache (u and x and the bubbles between are
  * locked). */
-static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
+static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_backs *bk)
 {
 	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
@@ -435,7 +467,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
 			ma_bubble_unqueue(s);
 			ma_bubble_set_holder(s, NULL);
 			atomic_store(&s->status, MA_BUBBLE_CLOSED);
-			ma_gather_rec(u, s);
+			ma_gather_rec(u, s, bk);
 			ma_spin_unlock(&s->hold.lock);
 			continue;
 		}
@@ -470,6 +502,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x)
 				ma_spin_unlock(&rq->hold.lock);
 			}
 			if (queued) {
+				ma_back_quiet(m, bk);
 				ma_list_add_tail(&u->cache, &m->run_node);
 				ma_cached_add(u, 1);
 				m->ready_holder = &u->hold;
@@ -492,8 +525,11 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	/* Threads that come back before the walk ends must not close it early. */
 	atomic_fetch_add(&b->nb_out, 1);
 	MA_TRACE(MA_TR_BUBBLE_CLOSE, b->uid, 0, NULL);
-	ma_gather_rec(b, b);
+	struct ma_backs bk;
+	bk.n = 0;
+	ma_gather_rec(b, b, &bk);
 	ma_spin_unlock(&b->hold.lock);
+	ma_backs_check(&bk);
 	unsigned out = atomic_fetch_sub(&b->nb_out, 1) - 1;
 	if (!out)
 		ma_bubble_check_closed(b);
@@ -539,6 +575,8 @@ void ma_bubble_resettle(struct ma_bubble *b)
 	/* Its parent is part of a closed unit: b's threads join that unit. */
 	struct ma_bubble *u = ma_bubble_of_holder(h);
 	ma_spin_unlock(&p->hold.lock);
+	struct ma_backs bk;
+	bk.n = 0;
 	ma_spin_lock(&u->hold.lock);
 	ma_spin_lock(&b->hold.lock);
 	if (atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
@@ -549,6 +587,7 @@ void ma_bubble_resettle(struct ma_bubble *b)
 		while (!ma_list_empty(&b->cache)) {
 			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, c);
+			ma_back_quiet(c, &bk);
 			ma_list_add_tail(&u->cache, &c->run_node);
 			ma_cached_add(u, 1);
 			c->ready_holder = &u->hold;
@@ -562,6 +601,7 @@ void ma_bubble_resettle(struct ma_bubble *b)
 	}
 	ma_spin_unlock(&b->hold.lock);
 	ma_spin_unlock(&u->hold.lock);
+	ma_backs_check(&bk);
 }
 
 void ma_bubble_detach_from_unit(struct ma_bubble *b)
@@ -575,6 +615,8 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 	if (h->type != MA_BUBBLE_HOLDER)
 		return;
 	struct ma_bubble *u = ma_bubble_of_holder(h);
+	struct ma_backs bk;
+	bk.n = 0;
 	ma_spin_lock(&u->hold.lock);
 	ma_spin_lock(&b->hold.lock);
 	/* Still inside a closed unit (u may have burst meanwhile: then b is a unit of its
@@ -588,6 +630,7 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 			if (!cp || !ma_bubble_is_within(cp, b))
 				continue;
 			ma_cache_del(u, c);
+			ma_back_quiet(c, &bk);
 			ma_list_add_tail(&b->cache, &c->run_node);
 			ma_cached_add(b, 1);
 			c->ready_holder = &b->hold;
@@ -595,6 +638,7 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 	}
 	ma_spin_unlock(&b->hold.lock);
 	ma_spin_unlock(&u->hold.lock);
+	ma_backs_check(&bk);
 }
 
 /* ---- find_next meets a bubble ---- */
