@@ -320,6 +320,14 @@ static void ma_task_follow_bubble(struct marcel_task *t, struct ma_bubble *b)
 
 static void ma_bubble_wake_tree(struct ma_bubble *b);
 
+/* Woken bubble sub changed parents while it ran: gathered (if burst), it is placed again
+ * as a member of its new parent once every thread is back. */
+static void ma_bubble_replace(struct ma_bubble *sub)
+{
+	ma_bubble_gather(sub);
+	ma_bubble_resettle(sub);
+}
+
 int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
@@ -377,13 +385,10 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 		}
 	} else if (woken) {
 		struct ma_bubble *sub = ma_bubble_of_entity(e);
-		if (sub->woken) {
-			/* Already running elsewhere: gather it and let it be placed as a member. */
-			ma_bubble_gather(sub);
-			ma_bubble_resettle(sub);
-		} else {
+		if (sub->woken)
+			ma_bubble_replace(sub);
+		else
 			ma_bubble_wake_tree(sub);
-		}
 	}
 	return 0;
 }
@@ -430,10 +435,8 @@ int marcel_bubble_removeentity(marcel_bubble_t *pub, marcel_entity_t *e)
 			ma_entity_move_to_holder(e, &ma_rt.rqs[0].hold);
 	} else {
 		struct ma_bubble *sub = ma_bubble_of_entity(e);
-		if (sub->woken) {
-			ma_bubble_gather(sub);
-			ma_bubble_resettle(sub);
-		}
+		if (sub->woken)
+			ma_bubble_replace(sub);
 	}
 	return 0;
 }

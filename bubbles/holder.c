@@ -9,6 +9,14 @@
 
 /* ---- queuing ---- */
 
+/* Puts ready thread e in b's cache (b locked). */
+static void ma_cache_put(struct ma_bubble *b, struct ma_entity *e)
+{
+	ma_list_add_tail(&b->cache, &e->run_node);
+	ma_cached_add(b, 1);
+	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
+}
+
 /* Adds ready thread e to closed bubble b's cache; queues b on its run queue if it was not
  * and b is CLOSED and placed. 0 if e's sched holder is no longer b. */
 static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
@@ -24,9 +32,7 @@ static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
 		ma_spin_unlock(&b->hold.lock);
 		return 0;
 	}
-	ma_list_add_tail(&b->cache, &e->run_node);
-	ma_cached_add(b, 1);
-	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
+	ma_cache_put(b, e);
 	struct ma_holder *h = b->e.sched_holder;
 	if (!b->queued && h && h->type == MA_RUNQUEUE_HOLDER &&
 	    atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSED) {
@@ -397,9 +403,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		}
 		struct ma_bubble *s = ma_bubble_of_entity(m);
 		ma_spin_lock(&s->hold.lock);
-		ma_list_add_tail(&s->cache, &c->run_node);
-		ma_cached_add(s, 1);
-		c->ready_holder = &s->hold;
+		ma_cache_put(s, c);
 		ma_spin_unlock(&s->hold.lock);
 	}
 	/* Queued only once their caches are complete: a VP bursting one meanwhile would
@@ -503,9 +507,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_ba
 			}
 			if (queued) {
 				ma_back_quiet(m, bk);
-				ma_list_add_tail(&u->cache, &m->run_node);
-				ma_cached_add(u, 1);
-				m->ready_holder = &u->hold;
+				ma_cache_put(u, m);
 			} else {
 				ma_gather_out(u, t);
 			}
@@ -588,9 +590,7 @@ void ma_bubble_resettle(struct ma_bubble *b)
 			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, c);
 			ma_back_quiet(c, &bk);
-			ma_list_add_tail(&u->cache, &c->run_node);
-			ma_cached_add(u, 1);
-			c->ready_holder = &u->hold;
+			ma_cache_put(u, c);
 		}
 		struct ma_holder *uh = u->e.sched_holder;
 		if (was_empty && !ma_list_empty(&u->cache) && !u->queued && uh &&
@@ -631,9 +631,7 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 				continue;
 			ma_cache_del(u, c);
 			ma_back_quiet(c, &bk);
-			ma_list_add_tail(&b->cache, &c->run_node);
-			ma_cached_add(b, 1);
-			c->ready_holder = &b->hold;
+			ma_cache_put(b, c);
 		}
 	}
 	ma_spin_unlock(&b->hold.lock);
