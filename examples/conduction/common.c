@@ -1,5 +1,6 @@
 /*
- * The arithmetic and the command line shared by every conduction variant (conduction.h).
+ * The command line, the grid and the report shared by every stencil variant
+ * (conduction.h); the arithmetic is the kernel's (conduction/kernel.c, advection/kernel.c).
  * No thread call here: this file is linked into the pthread, marcel and OpenMP programs
  * alike.
  */
@@ -14,11 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "conduction.h"
-
-/* Diffusion numbers: below the explicit scheme's stability limits (1/4 in 2D, 1/6 in 3D),
- * so the field stays bounded however long it runs. */
-#define ALPHA2 0.2
-#define ALPHA3 0.125
 
 #define DEFAULT_SIZE2 1024
 #define DEFAULT_SIZE3 128
@@ -67,8 +63,10 @@ static int parse_long(const char *s, long lo, long hi, long *out, char **end)
 	return 0;
 }
 
-void cond_parse(struct cond_run *r, int argc, char **argv, const char *prog)
+void cond_parse(struct cond_run *r, int argc, char **argv, const char *variant)
 {
+	static char prog[64];
+	snprintf(prog, sizeof(prog), "%s/%s", cond_stencil, variant);
 	long dim[3] = { 0, 0, 0 };
 	int ndim = 0;
 	long threads = 0;
@@ -180,65 +178,10 @@ void cond_free(struct cond_run *r)
 	r->buf[0] = r->buf[1] = NULL;
 }
 
-/* Stripe s owns rows [lo, hi) of the first axis, boundaries included. */
-static void stripe_rows(const struct cond_run *r, int s, long *lo, long *hi)
+void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi)
 {
 	*lo = r->n * s / r->nthreads;
 	*hi = r->n * (s + 1) / r->nthreads;
-}
-
-/* Initial value: the first face is hot, the second cooler, the others cold; the interior
- * starts with a ripple so that every cell matters to the checksum. */
-static double initial(const struct cond_run *r, long i, long j, long l)
-{
-	if (i == 0)
-		return 100.0;
-	if (j == 0)
-		return 50.0;
-	if (i == r->n - 1 || j == r->m - 1 || (r->dims == 3 && (l == 0 || l == r->k - 1)))
-		return 0.0;
-	return (double)((i * 31 + j * 17 + l * 7) % 101) * 0.25;
-}
-
-void cond_init_stripe(const struct cond_run *r, int s)
-{
-	long lo, hi;
-	stripe_rows(r, s, &lo, &hi);
-	for (long i = lo; i < hi; i++)
-		for (long j = 0; j < r->m; j++)
-			for (long l = 0; l < r->k; l++) {
-				size_t at = ((size_t)i * r->m + j) * r->k + l;
-				r->buf[0][at] = r->buf[1][at] = initial(r, i, j, l);
-			}
-}
-
-void cond_step(const struct cond_run *r, int s, long t)
-{
-	const double *restrict in = r->buf[t % 2];
-	double *restrict out = r->buf[(t + 1) % 2];
-	long lo, hi;
-	stripe_rows(r, s, &lo, &hi);
-	if (lo < 1)
-		lo = 1;
-	if (hi > r->n - 1)
-		hi = r->n - 1;
-	const long m = r->m, k = r->k;
-	if (r->dims == 2) {
-		for (long i = lo; i < hi; i++)
-			for (long j = 1; j < m - 1; j++) {
-				const double *c = in + i * m + j;
-				out[i * m + j] = *c + ALPHA2 * ((c[-m] + c[m]) + (c[-1] + c[1]) - 4.0 * *c);
-			}
-		return;
-	}
-	const long plane = m * k;
-	for (long i = lo; i < hi; i++)
-		for (long j = 1; j < m - 1; j++)
-			for (long l = 1; l < k - 1; l++) {
-				const double *c = in + i * plane + j * k + l;
-				double around = (c[-plane] + c[plane]) + (c[-k] + c[k]) + (c[-1] + c[1]);
-				out[i * plane + j * k + l] = *c + ALPHA3 * (around - 6.0 * *c);
-			}
 }
 
 void cond_report(const struct cond_run *r, double seconds)

@@ -1,8 +1,10 @@
 /*
- * Explicit heat conduction on a grid, shared by the four variants of examples/conduction:
+ * A stencil on a grid, shared by the four variants of examples/conduction (and, with
+ * another kernel, of examples/advection):
  * simple.c (plain pthreads), fixed.c (pthreads pinned with hwloc), marcel.c (simple.c
  * ported to marcel, with bubbles) and openmp.c. The variants differ only in how they run
- * the stripes; the arithmetic lives here, so their checksums are bit-identical.
+ * the stripes; the arithmetic is the kernel's, the same for all, so their checksums are
+ * bit-identical.
  *
  * The grid is N x M (2D, 5-point stencil) or N x M x K (--3d, 7-point stencil), with
  * fixed boundary values. It is split along its first axis into one stripe of rows (of
@@ -23,15 +25,24 @@ struct cond_run {
 	double *buf[2];
 };
 
-/* Fills @p r from the command line (see usage in common.c). Exits with status 0 after
- * --help and 2 after a bad option, saying which. */
-void cond_parse(struct cond_run *r, int argc, char **argv, const char *prog);
+/* The stencil's name ("conduction", "advection"), defined by its kernel: programs are
+ * named "<stencil>/<variant>" in their messages. */
+extern const char cond_stencil[];
+
+/* Fills @p r from the command line (see usage in common.c) for the program variant
+ * @p variant ("simple", "marcel"...). Exits with status 0 after --help and 2 after a bad
+ * option, saying which. */
+void cond_parse(struct cond_run *r, int argc, char **argv, const char *variant);
 
 /* Allocates both buffers without touching them: each stripe's thread touches its own rows
  * first (cond_init_stripe), so on a NUMA machine they live near that thread. */
 void cond_alloc(struct cond_run *r);
 void cond_free(struct cond_run *r);
 
+/* Stripe @p s owns rows [*lo, *hi) of the first axis, boundaries included. */
+void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi);
+
+/* The kernel (conduction/kernel.c or advection/kernel.c). */
 /* Sets the initial values of stripe @p s's rows in both buffers. */
 void cond_init_stripe(const struct cond_run *r, int s);
 

@@ -13,7 +13,7 @@
 #include <hwloc.h>
 #include "conduction.h"
 
-#define PROG "conduction/fixed"
+#define VARIANT "fixed"
 
 static hwloc_topology_t topology;
 static int npus;
@@ -54,7 +54,7 @@ static void start_threads(pthread_t *tids)
 
 int main(int argc, char **argv)
 {
-	cond_parse(&run, argc, argv, PROG);
+	cond_parse(&run, argc, argv, VARIANT);
 	if (hwloc_topology_init(&topology) != 0 || hwloc_topology_load(topology) != 0)
 		cond_check(&run, errno ? errno : EINVAL, "loading the hwloc topology");
 	npus = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_PU);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include "conduction.h"
 
-#define PROG "conduction/marcel"
+#define VARIANT "marcel"
 
 static struct cond_run run;
 static pthread_barrier_t barrier;
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 {
 	if (marcel_init(&argc, argv) != 0)
 		return 1;  /* it said why */
-	cond_parse(&run, argc, argv, PROG);
+	cond_parse(&run, argc, argv, VARIANT);
 	cond_alloc(&run);
 	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
 	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");

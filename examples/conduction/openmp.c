@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include "conduction.h"
 
-#define PROG "conduction/openmp"
+#define VARIANT "openmp"
 
 int main(int argc, char **argv)
 {
 	struct cond_run run;
-	cond_parse(&run, argc, argv, PROG);
+	cond_parse(&run, argc, argv, VARIANT);
 	cond_alloc(&run);
 	const int nstripes = run.nthreads;
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include "conduction.h"
 
-#define PROG "conduction/simple"
+#define VARIANT "simple"
 
 static struct cond_run run;
 static pthread_barrier_t barrier;
@@ -43,7 +43,7 @@ static void start_threads(pthread_t *tids)
 
 int main(int argc, char **argv)
 {
-	cond_parse(&run, argc, argv, PROG);
+	cond_parse(&run, argc, argv, VARIANT);
 	cond_alloc(&run);
 	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
 	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");

@@ -1,0 +1,1 @@
+# bench: nested parallelism benchmarks (included by bench/Makefile.am)

@@ -1,0 +1,1 @@
+# examples/advection: rules (included by examples/Makefile.am)

@@ -1,0 +1,1 @@
+# examples/metbench: rules (included by examples/Makefile.am)

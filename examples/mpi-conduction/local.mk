@@ -1,0 +1,1 @@
+# examples/mpi-conduction: rules (included by examples/Makefile.am)

@@ -1,0 +1,1 @@
+# examples/nested-sort: rules (included by examples/Makefile.am)

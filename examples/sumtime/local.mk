@@ -1,0 +1,1 @@
+# examples/sumtime: rules (included by examples/Makefile.am)

@@ -1,0 +1,1 @@
+# libmarcel-mpi (included by marcel/Makefile.am)

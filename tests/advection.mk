@@ -1,0 +1,1 @@
+# tests: the advection suite (included by tests/Makefile.am)

@@ -1,0 +1,1 @@
+# tests: the metbench suite (included by tests/Makefile.am)

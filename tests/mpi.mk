@@ -1,0 +1,1 @@
+# tests: the mpi suite (included by tests/Makefile.am)

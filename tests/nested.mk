@@ -1,0 +1,1 @@
+# tests: the nested suite (included by tests/Makefile.am)
