@@ -104,6 +104,7 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 	ma_tree_unlock();
 	if (busy)
 		return EBUSY;
+	ma_estimates_quiesce();
 	ma_bubble_regen_close(b);
 	/* A strategy or the due list may still look at it for a moment: the application
 	 * frees the storage after we return. */
@@ -708,6 +709,7 @@ void ma_bubble_unref(struct ma_bubble *b)
 		return;
 	/* Only an implicit bubble let go of reaches 0: it held one for itself until then. */
 	b->magic = MA_BUBBLE_DESTROYED;
+	ma_estimates_quiesce();
 	ma_bubble_memory_free(b);
 	free(b);
 }
@@ -954,7 +956,7 @@ void ma_bubbles_stop(void)
 			struct ma_bubble *b = ma_bubble_of_entity(e);
 			ma_bubble_regen_cancel(b);
 			b->e.sched_holder = NULL;
-			b->e.ready_holder = NULL;
+			__atomic_store_n(&b->e.ready_holder, NULL, __ATOMIC_RELAXED);
 			b->queued = 0;
 			b->woken = 0;
 			atomic_store(&b->status, MA_BUBBLE_CLOSED);

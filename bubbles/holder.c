@@ -58,6 +58,27 @@ static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
+int ma_entity_claim_ready(struct ma_entity *e)
+{
+	struct ma_holder *h = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
+	if (!h)
+		return 0;
+	ma_spin_lock(&h->lock);
+	int ok = __atomic_load_n(&e->ready_holder, __ATOMIC_RELAXED) == h;
+	if (ok && h->type == MA_RUNQUEUE_HOLDER) {
+		ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
+	} else if (ok) {
+		/* As ma_bubble_picked: a unit being gathered serves nothing. An emptied cache
+		 * leaves the bubble queued; find_next takes it off when it meets it. */
+		struct ma_bubble *b = ma_bubble_of_holder(h);
+		ok = atomic_load(&b->status) != MA_BUBBLE_CLOSING;
+		if (ok)
+			ma_cache_del(b, e);
+	}
+	ma_spin_unlock(&h->lock);
+	return ok;
+}
+
 /* Units a thread was counted back to while locks were held: checked once they are not. */
 struct ma_backs {
 	struct ma_bubble *u[8];
@@ -387,7 +408,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 	while (!ma_list_empty(&cached)) {
 		struct ma_entity *c = ma_container_of(cached.next, struct ma_entity, run_node);
 		ma_list_del(&c->run_node);
-		c->ready_holder = NULL;
+		__atomic_store_n(&c->ready_holder, NULL, __ATOMIC_RELAXED);
 		struct ma_entity *m = ma_member_containing(b, c);
 		if (!m) {
 			/* Its bubble left b while it waited in b's cache (moved out as a unit of its

@@ -201,6 +201,10 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
+/* Takes ready thread e off the run queue or bubble cache it is queued in, as find_next
+ * would to run it; 0 if it is not queued (on its way to a processor, or running), or if
+ * its closed bubble is being gathered. */
+int ma_entity_claim_ready(struct ma_entity *e) MA_HIDDEN;
 /* A thread that was asked to come back (leave_req) left its worker: count it back. */
 void ma_task_back(struct marcel_task *t) MA_HIDDEN;
 /* Queues ready entity e (a thread, or a closed placed bubble) on its sched_holder: a run

@@ -115,6 +115,7 @@ static int ma_setup_main(void)
 	m->last_vp = 0;
 	strcpy(m->name, "main");
 	ma_rt.main_task = m;
+	ma_seed_note_main_stack();
 
 	w0->current = m;
 	w0->errno_loc = &errno;
@@ -284,7 +285,7 @@ void marcel_end(void)
 	ma_preempt_stop();
 	ma_strategies_stop();
 	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
-	m->e.sched_holder = &ma_rt.workers[0].rq.hold;
+	__atomic_store_n(&m->e.sched_holder, &ma_rt.workers[0].rq.hold, __ATOMIC_RELEASE);
 	while ((w = ma_worker_self()) != &ma_rt.workers[0]) {
 		m->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, m);

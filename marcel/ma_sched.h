@@ -116,6 +116,7 @@ struct ma_waiter;
 struct ma_timer;
 struct ma_specific;
 struct ma_carrier;
+struct ma_seed_run;
 struct ma_bubble;
 
 struct marcel_task {
@@ -139,6 +140,8 @@ struct marcel_task {
 	_Atomic uintptr_t link;           /* joiner's waiter | MA_LINK_* */
 	unsigned magic;
 	unsigned char is_main, is_idle, preemptible, dontsched;
+	unsigned char seed;               /* marcel_attr_setseed: its joiner may run it (seed.c) */
+	struct ma_seed_run *inline_run;   /* running on its joiner's stack (seed.c), else NULL */
 	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
 	int last_vp;
 	char name[MARCEL_MAXNAMESIZE];
@@ -200,6 +203,9 @@ struct ma_worker {
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
+	/* Odd while this worker reads other workers' running threads without locks
+	 * (ma_estimate_begin); bubble storage is reused only after such reads end. */
+	atomic_uint est_seq;
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -263,6 +269,7 @@ struct ma_runtime {
 	struct ma_runqueue *rqs;          /* one per topology item, indexed by ma_level.id */
 	struct marcel_task *main_task;
 	pthread_t main_kthread;
+	char *main_stack_lo;              /* lowest byte of main's stack (seed.c), NULL: unknown */
 	size_t page_size;
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
 	unsigned spin_limit;              /* rounds a waiter polls before blocking */
@@ -271,6 +278,9 @@ struct ma_runtime {
 	atomic_int stopping;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
+	/* ma_estimate_begin for callers that are not workers: one at a time. */
+	ma_spinlock_t est_lock;
+	atomic_uint est_seq;
 	ma_spinlock_t pool_lock;
 	struct ma_stack *stacks;
 	unsigned nb_stacks;
@@ -366,6 +376,34 @@ void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
  * that w may run, claims it and returns it for a direct switch instead of queuing it. */
 struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt) MA_HIDDEN;
 void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
+/* What every thread does when it ends, as itself (marcel_exit, an inline seed's end): key
+ * destructors, leaving its bubble, the trace. Then marks it DEAD and publishes the death
+ * in its link word; returns the link's previous value (its joiner's waiter, if any). */
+uintptr_t ma_task_end(struct marcel_task *t, any_t retval) MA_HIDDEN;
+/* Whether w may still run t, which it took off a queue or a cache and has not switched to
+ * yet: a strategy may have moved it meanwhile. */
+int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t) MA_HIDDEN;
+
+/* ---- estimates (seed.c) ----
+ * Strategies estimate loads by reading, without locks, which thread each worker runs and
+ * where that thread's bubble is scheduled. A thread read that way may just have ended and
+ * its bubble have been destroyed: its storage may not be reused (nor freed) while such a
+ * read is under way. Readers bracket it with ma_estimate_begin/end; destroying or freeing
+ * a bubble first waits with ma_estimates_quiesce for the reads in progress. */
+struct ma_worker *ma_estimate_begin(void) MA_HIDDEN;
+void ma_estimate_end(struct ma_worker *w) MA_HIDDEN;
+void ma_estimates_quiesce(void) MA_HIDDEN;
+
+/* ---- seed.c ---- */
+/* marcel_join's fast path for a seed: if t has not started yet, takes it off its queue
+ * and runs it on the calling thread's stack, to its end. wt is the caller's waiter,
+ * already published in t's link. 1 if t ran (it is dead, wt need not be waited for), 0
+ * if the caller must wait for it as for any thread. */
+int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt) MA_HIDDEN;
+/* marcel_exit in a seed running on its joiner's stack: back to ma_seed_join. */
+_Noreturn void ma_seed_exit(struct marcel_task *t, any_t retval) MA_HIDDEN;
+/* Records the main thread's stack bounds (marcel_init). */
+void ma_seed_note_main_stack(void) MA_HIDDEN;
 
 /* Leaves the current kernel thread's VP: saves self and switches to `to`, a carrier's own
  * context (blocking sections, marcel_end). Returns once a worker runs self again. */

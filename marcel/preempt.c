@@ -391,7 +391,8 @@ static int ma_preempt_unsafe(struct ma_worker *w, struct marcel_task *t, const u
 		uintptr_t base = (uintptr_t)t->stack_base;
 		return sp < base + ma_pt.stack_need || sp > base + t->stack_size;
 	}
-	return !t->is_main;
+	/* main's stack, or a seed running on it (seed.c): the kernel thread's own. */
+	return !t->is_main && !t->inline_run;
 }
 
 static void ma_preempt_handler(int sig, siginfo_t *si, void *ucv)

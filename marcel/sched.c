@@ -94,6 +94,11 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 	return ma_path_index(w, rq) >= 0;
 }
 
+int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t)
+{
+	return ma_still_ours(w, t);
+}
+
 /* Inlined into yield, block and exit: one prologue instead of two on the hot paths. */
 static inline __attribute__((always_inline)) void
 ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
@@ -103,7 +108,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		atomic_store_explicit(&prev->state, MA_TASK_RUNNING, memory_order_relaxed);
 		return;
 	}
-	if (ma_unlikely(!next->stack_base && !next->is_main && !next->is_idle)) {
+	if (ma_unlikely(!next->stack_base && !next->is_main && !next->is_idle && !next->inline_run)) {
 		if (ma_stack_bind(w, next)) {
 			/* Out of memory for a stack: leave it queued for later and let the worker
 			 * do something else; nothing is lost. */
@@ -132,7 +137,8 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);
-	__atomic_store_n(&w->current, next, __ATOMIC_RELAXED);
+	/* Release: load estimates read next's fields through it (strategies/common_steal.c). */
+	__atomic_store_n(&w->current, next, __ATOMIC_RELEASE);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
 	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
 	atomic_store_explicit(&prev->e.cpu_ns,
@@ -383,8 +389,8 @@ int marcel_yield(void)
 			ma_list_del(&e->run_node);
 			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
 			cur->e.queued_prio = p;
-			e->ready_holder = NULL;
-			cur->e.ready_holder = &rq->hold;
+			__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
+			__atomic_store_n(&cur->e.ready_holder, &rq->hold, __ATOMIC_RELAXED);
 		} else {
 			ma_rq_dequeue_locked(rq, e);
 			ma_rq_enqueue_locked(rq, &cur->e);
@@ -447,6 +453,18 @@ int marcel_yield_to(marcel_t t)
 
 /* ---- exit ---- */
 
+uintptr_t ma_task_end(struct marcel_task *t, any_t retval)
+{
+	t->retval = retval;
+	/* Destructors run as the thread itself: they may use any marcel call. */
+	if (t->specific)
+		ma_keys_exit(t);
+	ma_bubble_task_exit(t);
+	MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
+	atomic_store_explicit(&t->state, MA_TASK_DEAD, memory_order_relaxed);
+	return atomic_fetch_or(&t->link, MA_LINK_DEAD);
+}
+
 void marcel_exit(any_t retval)
 {
 	struct ma_worker *w = ma_worker_self();
@@ -459,17 +477,12 @@ void marcel_exit(any_t retval)
 		marcel_end();
 		exit(0);
 	}
-	cur->retval = retval;
-	/* Destructors run as the thread itself: they may use any marcel call. */
-	if (cur->specific)
-		ma_keys_exit(cur);
-	ma_bubble_task_exit(cur);
-	MA_TRACE(MA_TR_THREAD_END, cur->id, 0, cur->name);
+	if (cur->inline_run)
+		ma_seed_exit(cur, retval);
+	/* Published now, so a blocked joiner can take over this worker directly; it will
+	 * not recycle the descriptor before on_cpu clears (ma_release_exited). */
+	uintptr_t old = ma_task_end(cur, retval);
 	w = ma_worker_self();
-	atomic_store_explicit(&cur->state, MA_TASK_DEAD, memory_order_relaxed);
-	/* Publish the death now, so a blocked joiner can take over this worker directly;
-	 * it will not recycle the descriptor before on_cpu clears (ma_release_exited). */
-	uintptr_t old = atomic_fetch_or(&cur->link, MA_LINK_DEAD);
 	struct marcel_task *next = NULL;
 	if (!(old & MA_LINK_DETACHED) && (old & ~MA_LINK_FLAGS))
 		next = ma_waiter_wake_handoff(w, (struct ma_waiter *)(old & ~MA_LINK_FLAGS));

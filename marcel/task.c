@@ -112,7 +112,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	t->asan_fake_stack = NULL;
 	t->asan_bottom = NULL;
 	t->asan_size = 0;
-	t->e.ready_holder = NULL;
+	__atomic_store_n(&t->e.ready_holder, NULL, __ATOMIC_RELAXED);
 	atomic_store_explicit(&t->suspend_req, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->parked, 0, memory_order_relaxed);
 	t->in_section = 0;

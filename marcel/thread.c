@@ -142,6 +142,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->fpctl = ma_arch_fpctl();
 	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;
 	t->dontsched = (unsigned char)dontsched;
+	t->seed = attr ? (unsigned char)attr->seed : 0;
 	/* No handle wanted means nobody will join: reclaim it when it ends. */
 	int detached = !pid || (attr && attr->detachstate == MARCEL_CREATE_DETACHED);
 	atomic_store_explicit(&t->link, detached ? MA_LINK_DETACHED : 0, memory_order_relaxed);
@@ -206,7 +207,9 @@ int marcel_join(marcel_t t, any_t *status)
 		if (v & MA_LINK_DEAD)
 			break;
 		if (atomic_compare_exchange_weak(&t->link, &v, v | (uintptr_t)&wt)) {
-			ma_waiter_wait(&wt);
+			/* A seed nobody started yet runs here, on our stack (seed.c). */
+			if (!ma_seed_join(t, &wt))
+				ma_waiter_wait(&wt);
 			break;
 		}
 	}

@@ -100,12 +100,14 @@ unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker
 			    const struct ma_bubble *except)
 {
 	unsigned long n = 0;
+	struct ma_worker *est = ma_estimate_begin();
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
 		/* Not the worker state: a worker looking for work is busy too. The idle context is
 		 * recognised by its address: the descriptor of a thread that just ended may be
-		 * recycled under us, so read as little of it as possible. */
-		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_RELAXED);
+		 * recycled under us, so read as little of it as possible (its bubble is not
+		 * reused before ma_estimate_end: ma_estimates_quiesce). */
+		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
 		if (o == self || !cur || cur == &o->idle)
 			continue;
 		struct ma_holder *h = __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED);
@@ -118,6 +120,7 @@ unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker
 		else
 			n += ma_sl_within(ma_rq_of_holder(h), rq);
 	}
+	ma_estimate_end(est);
 	return n;
 }
 

@@ -1355,7 +1355,7 @@ START_TEST(test_seed_attr)
 	ck_assert_int_eq(marcel_attr_setseed(&junk, 1), EINVAL);
 
 	ma_test_init();
-	/* Seeds run like ordinary threads: joinable ones return their result... */
+	/* Joinable seeds return their result (tests/check_seeds has the rest)... */
 	marcel_t t;
 	any_t r;
 	ck_assert_int_eq(marcel_create(&t, &a, twice, I2P(21)), 0);

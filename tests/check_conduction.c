@@ -9,6 +9,8 @@
  * runtime is never started in this process.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include "ma_test.h"
 
@@ -124,6 +126,71 @@ START_TEST(test_strategies)
 }
 END_TEST
 
+/* The imbalanced kernel (--imbalance), computed here from its description alone: 2D, a
+ * band of max(1, (n-2)/8) rows starting at row 1 + t(n-2-w)/(iters-1) whose cells take
+ * 8 sub-steps of alpha/8 each, every other interior cell one step of alpha = 0.2. */
+static void reference_imbalanced(long n, long m, long iters, char out[17])
+{
+	double *g[2] = { calloc((size_t)(n * m), sizeof(double)), calloc((size_t)(n * m), sizeof(double)) };
+	ck_assert(g[0] && g[1]);
+	for (long i = 0; i < n; i++)
+		for (long j = 0; j < m; j++) {
+			double v = i == 0 ? 100.0 : j == 0 ? 50.0 : (i == n - 1 || j == m - 1) ? 0.0
+							: (double)((i * 31 + j * 17) % 101) * 0.25;
+			g[0][i * m + j] = g[1][i * m + j] = v;
+		}
+	long w = (n - 2) / 8 > 0 ? (n - 2) / 8 : 1;
+	for (long t = 0; t < iters; t++) {
+		const double *a = g[t % 2];
+		double *b = g[(t + 1) % 2];
+		long first = 1 + t * (n - 2 - w) / (iters > 1 ? iters - 1 : 1);
+		for (long i = 1; i < n - 1; i++)
+			for (long j = 1; j < m - 1; j++) {
+				const double *c = a + i * m + j;
+				double around = (c[-m] + c[m]) + (c[-1] + c[1]), v = *c;
+				if (i >= first && i < first + w)
+					for (int q = 0; q < 8; q++)
+						v = v + (0.2 / 8) * (around - 4 * v);
+				else
+					v = v + 0.2 * (around - 4 * v);
+				b[i * m + j] = v;
+			}
+	}
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (long c = 0; c < n * m; c++) {
+		uint64_t bits;
+		memcpy(&bits, &g[iters % 2][c], sizeof(bits));
+		h = (h ^ bits) * 0x100000001b3ULL;
+	}
+	snprintf(out, 17, "%016" PRIx64, h);
+	free(g[0]);
+	free(g[1]);
+}
+
+/* --imbalance: the kernel computes what it says, every variant agrees, and the marcel port
+ * completes under every strategy, here and on the synthetic machine. */
+START_TEST(test_imbalance)
+{
+	char ref[17], plain[17], env[256];
+	reference_imbalanced(40, 30, 12, ref);
+	expect(ref, "", "simple", "--size 40x30 --iters 12 --threads 3 --imbalance");
+	checksum("", "simple", "--size 40x30 --iters 12 --threads 3", plain);
+	ck_assert_msg(strcmp(ref, plain) != 0, "--imbalance changed nothing");
+
+	const char *args = SMALL " --threads 12 --imbalance";
+	checksum("", "simple", args, ref);
+	for (int v = 0; v < NVARIANTS; v++)
+		expect(ref, "", variants[v], args);
+	for (unsigned s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++) {
+		snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s", strategies[s]);
+		expect(ref, env, "marcel", args);
+		snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s MARCEL_TOPOLOGY='%s'", strategies[s],
+			 MA_TEST_SYNTH32);
+		expect(ref, env, "marcel", args);
+	}
+}
+END_TEST
+
 /* A bad command line: status 2 and a message naming the culprit, from every variant. */
 static void expect_usage_error(const char *variant, const char *args, const char *named)
 {
@@ -168,6 +235,7 @@ int main(void)
 	tcase_add_test(tc, test_variants_agree);
 	tcase_add_test(tc, test_variants_agree_3d);
 	tcase_add_test(tc, test_strategies);
+	tcase_add_test(tc, test_imbalance);
 	tcase_add_test(tc, test_bad_options);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -61,13 +61,8 @@ static int start(const char *ts, const char *nvp)
 		setenv("MARCEL_NVP", nvp, 1);
 	else
 		unsetenv("MARCEL_NVP");
-	struct ma_test_capture cap;
 	char msg[512];
-	ma_test_capture_begin(&cap);
-	int argc = 1;
-	char *argv[] = { (char *)"test", NULL };
-	int e = marcel_init(&argc, argv);
-	ma_test_capture_end(&cap, msg, sizeof(msg));
+	int e = ma_test_init_captured(msg, sizeof(msg));
 	unsetenv("MARCEL_TIMESLICE");
 	unsetenv("MARCEL_NVP");
 	if (e == EINVAL && ts && strcmp(ts, "0")) {

@@ -155,6 +155,18 @@ static inline void ma_test_capture_end(struct ma_test_capture *c, char *buf, siz
 	fclose(c->tmp);
 }
 
+/* Runs marcel_init with what it writes on stderr captured into msg; returns its result. */
+static inline int ma_test_init_captured(char *msg, size_t n)
+{
+	struct ma_test_capture cap;
+	ma_test_capture_begin(&cap);
+	int argc = 1;
+	char *argv[] = { (char *)"test", NULL };
+	int e = marcel_init(&argc, argv);
+	ma_test_capture_end(&cap, msg, n);
+	return e;
+}
+
 static inline int ma_test_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

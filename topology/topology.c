@@ -96,6 +96,18 @@ static int add_description(struct ma_topo *t, const char *backend, const char *w
 }
 
 /* Sets up and loads t->hw from the spec; records whether it describes this machine. */
+/* A process started bound to part of the machine (mpirun --bind-to, taskset, a batch
+ * system's cpuset) sees that part only: its VPs, one per core, then take its cores, not
+ * those of the process beside it, which has its own VP 0 on the machine's first core. */
+static void restrict_to_binding(struct ma_topo *t)
+{
+	hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+	if (bound && hwloc_get_cpubind(t->hw, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
+	    !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(t->hw), bound))
+		hwloc_topology_restrict(t->hw, bound, 0);
+	hwloc_bitmap_free(bound);
+}
+
 static int load_hwloc(struct ma_topo *t, const char *spec, char *err, size_t errlen)
 {
 	char *synth;
@@ -162,6 +174,8 @@ static int load_hwloc(struct ma_topo *t, const char *spec, char *err, size_t err
 	}
 	/* HWLOC_XMLFILE or HWLOC_SYNTHETIC in the environment make hwloc describe another machine. */
 	t->fake = !hwloc_topology_is_thissystem(t->hw);
+	if (!t->fake)
+		restrict_to_binding(t);
 	return 0;
 }
 

@@ -26,12 +26,14 @@
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]\n"
-		"  --size     grid points per axis (default %d, or %d with --3d); N alone means\n"
-		"             N along every axis; each at least 3\n"
-		"  --iters    iterations (default %d)\n"
-		"  --threads  threads, one stripe each (default: the processors online)\n"
-		"  --3d       7-point stencil on N x M x K instead of 5-point on N x M\n",
+		"usage: %s [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]\n"
+		"  --size       grid points per axis (default %d, or %d with --3d); N alone means\n"
+		"               N along every axis; each at least 3\n"
+		"  --iters      iterations (default %d)\n"
+		"  --threads    threads, one stripe each (default: the processors online)\n"
+		"  --3d         a 3D grid, N x M x K, instead of N x M\n"
+		"  --imbalance  a band of rows (an eighth of the grid) costs 8 times more to\n"
+		"               compute, and moves across the grid once during the run\n",
 		prog, DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS);
 }
 
@@ -83,6 +85,10 @@ void cond_parse(struct cond_run *r, int argc, char **argv, const char *variant)
 		}
 		if (strcmp(opt, "--3d") == 0) {
 			r->dims = 3;
+			continue;
+		}
+		if (strcmp(opt, "--imbalance") == 0) {
+			r->imbalance = 1;
 			continue;
 		}
 		if (strcmp(opt, "--size") != 0 && strcmp(opt, "--iters") != 0 &&
@@ -184,6 +190,25 @@ void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi)
 	*hi = r->n * (s + 1) / r->nthreads;
 }
 
+void cond_init_stripe(const struct cond_run *r, int s)
+{
+	long lo, hi;
+	cond_stripe_rows(r, s, &lo, &hi);
+	for (long i = lo; i < hi; i++)
+		for (long j = 0; j < r->m; j++)
+			for (long l = 0; l < r->k; l++) {
+				size_t at = ((size_t)i * r->m + j) * r->k + l;
+				r->buf[0][at] = r->buf[1][at] = cond_initial(r, i, j, l);
+			}
+}
+
+int cond_hot_row(const struct cond_run *r, long i, long t)
+{
+	long width = (r->n - 2) / 8 > 0 ? (r->n - 2) / 8 : 1;
+	long first = 1 + t * (r->n - 2 - width) / (r->iters > 1 ? r->iters - 1 : 1);
+	return i >= first && i < first + width;
+}
+
 void cond_report(const struct cond_run *r, double seconds)
 {
 	/* FNV-1a over the cells' bit patterns in memory order: any change to any bit of any
@@ -197,11 +222,11 @@ void cond_report(const struct cond_run *r, double seconds)
 		h = (h ^ bits) * 0x100000001b3ULL;
 	}
 	if (r->dims == 2)
-		printf("%s: 2D %ldx%ld, %ld iterations, %d thread%s\n", r->prog, r->n, r->m, r->iters,
-		       r->nthreads, r->nthreads > 1 ? "s" : "");
+		printf("%s: 2D %ldx%ld, %ld iterations, %d thread%s%s\n", r->prog, r->n, r->m, r->iters,
+		       r->nthreads, r->nthreads > 1 ? "s" : "", r->imbalance ? ", imbalanced" : "");
 	else
-		printf("%s: 3D %ldx%ldx%ld, %ld iterations, %d thread%s\n", r->prog, r->n, r->m, r->k,
-		       r->iters, r->nthreads, r->nthreads > 1 ? "s" : "");
+		printf("%s: 3D %ldx%ldx%ld, %ld iterations, %d thread%s%s\n", r->prog, r->n, r->m, r->k,
+		       r->iters, r->nthreads, r->nthreads > 1 ? "s" : "", r->imbalance ? ", imbalanced" : "");
 	printf("checksum %016" PRIx64 "\n", h);
 	printf("time %.3f s\n", seconds);
 }

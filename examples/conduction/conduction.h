@@ -22,6 +22,7 @@ struct cond_run {
 	long n, m, k;      /* points along each axis (k = 1 in 2D) */
 	long iters;
 	int nthreads;      /* = number of stripes */
+	int imbalance;     /* --imbalance: a moving band of rows costs HOT_COST times more */
 	double *buf[2];
 };
 
@@ -42,9 +43,17 @@ void cond_free(struct cond_run *r);
 /* Stripe @p s owns rows [*lo, *hi) of the first axis, boundaries included. */
 void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi);
 
-/* The kernel (conduction/kernel.c or advection/kernel.c). */
-/* Sets the initial values of stripe @p s's rows in both buffers. */
+/* Sets the initial values (cond_initial) of stripe @p s's rows in both buffers. */
 void cond_init_stripe(const struct cond_run *r, int s);
+
+/* --imbalance: whether row @p i is in the costly band at iteration @p t. The band, an
+ * eighth of the grid wide, moves from the first interior row to the last once during the
+ * run; each kernel decides what makes its rows costlier. */
+int cond_hot_row(const struct cond_run *r, long i, long t);
+
+/* The kernel (conduction/kernel.c or advection/kernel.c). */
+/* The initial value of cell (i, j, l) (l = 0 in 2D); boundary cells keep it. */
+double cond_initial(const struct cond_run *r, long i, long j, long l);
 
 /* Computes iteration @p t on stripe @p s. */
 void cond_step(const struct cond_run *r, int s, long t);

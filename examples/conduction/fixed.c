@@ -1,10 +1,11 @@
 /*
  * Heat conduction with POSIX threads, one per stripe (conduction.h): simple.c with each
- * thread pinned by hand with hwloc, thread i on processing unit (PU) i modulo the number
- * of PUs, so neighbouring stripes run on neighbouring PUs (hwloc numbers PUs in
- * topology order) and stay there, near the rows they touched first. This is what marcel's
- * bubbles are measured against: the best placement, written for one machine.
- * Usage: fixed [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]
+ * thread pinned by hand with hwloc. The stripes are dealt out in blocks: with P threads
+ * on U processing units (PUs), thread i runs on PU i * U / P, so neighbouring stripes run
+ * on the same or neighbouring PUs (hwloc numbers PUs in topology order) and stay there,
+ * near the rows they touched first. This is what marcel's bubbles are measured against:
+ * the best static placement, written for one machine.
+ * Usage: fixed [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
  */
 #include <pthread.h>
 #include <errno.h>
@@ -30,7 +31,7 @@ static void barrier_wait(void)
 static void *stripe_thread(void *arg)
 {
 	int s = (int)(long)arg;
-	hwloc_obj_t pu = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, (unsigned)(s % npus));
+	hwloc_obj_t pu = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, (unsigned)((long)s * npus / run.nthreads));
 	/* Before the first touch, so that the stripe's pages land on this PU's node. */
 	if (pu == NULL || hwloc_set_cpubind(topology, pu->cpuset, HWLOC_CPUBIND_THREAD) != 0)
 		cond_check(&run, pu == NULL ? ENOENT : errno ? errno : EINVAL,

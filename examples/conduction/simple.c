@@ -3,7 +3,7 @@
  * pthread program and marcel.c the same program ported to marcel (the diff is in
  * doc/porting.md); fixed.c pins simple.c's threads by hand, openmp.c is the reference.
  * Here the threads are left to the kernel, which places and moves them as it likes.
- * Usage: simple|marcel [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]
+ * Usage: simple|marcel [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -135,9 +135,24 @@ int marcel_attr_setpreemptible(marcel_attr_t *attr, int preemptible);
  * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
 int marcel_attr_getpreemptible(const marcel_attr_t *attr, int *preemptible);
 
-/** Marks the thread as a *seed*: a short task that does not block, which the runtime may
- * run lazily and without a stack of its own. This version records the flag and runs seeds
- * as ordinary threads, so any code written for Marcel seeds works unchanged.
+/** Marks the thread as a *seed* (@p seed non-zero), for fine-grained nested parallelism
+ * where a thread creates children and then joins them.
+ *
+ * Like every marcel thread, a seed gets a stack only when it first runs. In addition,
+ * when marcel_join() finds the seed not started yet, the joiner takes it off its queue
+ * and runs its function itself, on its own stack: no stack is taken, no context switch
+ * and no wake-up happen. The seed is still a thread of its own while it runs there:
+ * marcel_self() returns it, it belongs to its bubble, its keys, CPU time and name are its
+ * own, and it may block, yield, be preempted or call marcel_exit(); if it is switched
+ * out, its joiner waits with it (it was waiting for it anyway). A seed some worker has
+ * started already is joined as any thread.
+ *
+ * A seed runs in its joiner only when at least 32 KiB of the joiner's stack remain below
+ * the join (deep recursions then continue on stacks of their own), when its attributes
+ * did not place it (no marcel_attr_setvpset(), policy MARCEL_SCHED_SHARED), and when it
+ * was started (not left created with marcel_create_dontsched()). It runs with its
+ * joiner's floating-point control state. A seed that is never joined (detached) runs as
+ * an ordinary thread.
  * @return 0, or EINVAL if @p attr is invalid. */
 int marcel_attr_setseed(marcel_attr_t *attr, int seed);
 

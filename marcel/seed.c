@@ -1,0 +1,193 @@
+/*
+ * Seeds (marcel_attr_setseed): threads meant for fine-grained nested parallelism, where a
+ * parent creates children and soon joins them.
+ *
+ * Every thread gets its stack only when it first runs (ma_stack_bind), so a created
+ * thread costs a descriptor and a queue slot. A seed goes further: when its joiner finds
+ * it not started yet, the joiner takes it off its queue and calls its function on its
+ * own stack, as a function call -- no stack, no switch, no wake-up. The seed is still a
+ * thread while it runs there: marcel_self() is the seed, it is counted in its bubble, its
+ * keys and CPU time are its own, and it may block, yield or be preempted like any thread:
+ * it is then switched out with its frames on the joiner's stack, which cannot run before
+ * the seed ends anyway. marcel_exit() in such a seed comes back here.
+ *
+ * A seed runs inline only when at least MA_SEED_STACK_MIN bytes of the joiner's stack are
+ * left (else on its own stack, as any thread), and never if its attributes placed it (a
+ * VP set or a policy): those start where they asked.
+ */
+#define _GNU_SOURCE /* pthread_getattr_np */
+#include <pthread.h>
+#include <setjmp.h>
+#include "ma_bubble.h"
+#include "ma_sanitizer.h"
+#include "ma_trace.h"
+
+#define MA_SEED_STACK_MIN ((size_t)32 * 1024)
+
+struct ma_seed_run {
+	sigjmp_buf exit;                  /* marcel_exit() in the seed lands here */
+	any_t retval;
+	char *stack_lo;                   /* lowest byte of the stack it runs on */
+};
+
+void ma_seed_note_main_stack(void)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+	/* Unknown bounds only cost main the inline runs. */
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &lo, &size) == 0)
+		ma_rt.main_stack_lo = lo;
+	pthread_attr_destroy(&a);
+}
+
+/* The lowest byte of the stack self runs on, NULL if unknown. */
+static char *ma_stack_lo(const struct marcel_task *self)
+{
+	if (self->inline_run)
+		return self->inline_run->stack_lo;
+	return self->stack_base ? self->stack_base : self->is_main ? ma_rt.main_stack_lo : NULL;
+}
+
+/* Bytes of self's stack below the caller's frame, 0 if unknown. */
+static size_t ma_stack_left(char *lo)
+{
+	char *sp = __builtin_frame_address(0);
+	return lo && sp > lo ? (size_t)(sp - lo) : 0;
+}
+
+/* Charges the worker's clock since the last switch to the thread that ran meanwhile. */
+static void ma_seed_charge(struct ma_worker *w, struct marcel_task *ran)
+{
+	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
+	atomic_store_explicit(&ran->e.cpu_ns,
+			      atomic_load_explicit(&ran->e.cpu_ns, memory_order_relaxed) + (now - w->run_start),
+			      memory_order_relaxed);
+	w->run_start = now;
+}
+
+/* t, claimed by self on w, becomes the worker's current thread on self's stack. */
+static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct marcel_task *t)
+{
+	/* If it is switched out, its context is saved on this stack: the switch and the
+	 * preemption and overflow checks must see this stack as its own (main's has no
+	 * stack_base: inline_run tells them, see ma_switch_to_inl and preempt.c). */
+	t->stack_base = self->stack_base;
+	t->stack_size = self->stack_size;
+	t->canary = self->canary;
+	t->asan_bottom = self->asan_bottom;
+	t->asan_size = self->asan_size;
+	/* Taken lazily (ma_tsan_switch) from the fiber running now, self's. */
+	t->tsan_fiber = NULL;
+	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
+	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
+	__atomic_store_n(&t->last_vp, (int)w->vp, __ATOMIC_RELAXED);
+	ma_seed_charge(w, self);
+	self->saved_errno = *w->errno_loc;
+	*w->errno_loc = 0;
+	if (ma_unlikely(ma_tracing())) {
+		ma_trace_emit(MA_TR_THREAD_STOP, self->id, 0, self->name);
+		ma_trace_emit(MA_TR_THREAD_RUN, t->id, 0, t->name);
+	}
+	__atomic_store_n(&w->current, t, __ATOMIC_RELEASE);
+}
+
+/* t has ended (ma_task_end): self, its joiner, is the worker's current thread again. */
+static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
+{
+	/* It may have moved to another worker while it ran. */
+	struct ma_worker *w = ma_worker_self();
+	ma_seed_charge(w, t);
+	if (ma_unlikely(ma_tracing()))
+		ma_trace_emit(MA_TR_THREAD_RUN, self->id, 0, self->name);
+	/* The stack is self's: nothing to release but the borrowed bookkeeping. */
+	t->stack_base = NULL;
+	t->canary = 0;
+	t->tsan_fiber = NULL;
+	t->asan_bottom = NULL;
+	t->asan_size = 0;
+	t->inline_run = NULL;
+	__atomic_store_n(&w->current, self, __ATOMIC_RELEASE);
+	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
+	*w->errno_loc = self->saved_errno;
+	/* Asked back by a gather of its bubble while it ran: it has left for good. */
+	ma_task_back(t);
+	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
+	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
+}
+
+int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (!w || !t->seed || t->placed)
+		return 0;
+	struct marcel_task *self = w->current;
+	char *lo = ma_stack_lo(self);
+	if (self->is_idle || self != wt->task || ma_stack_left(lo) < MA_SEED_STACK_MIN)
+		return 0;
+	/* Not started yet (BORN), or parked. */
+	if (atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_READY ||
+	    atomic_load_explicit(&t->suspend_req, memory_order_relaxed))
+		return 0;
+	if (!ma_entity_claim_ready(&t->e))
+		return 0;
+	/* Read after the claim: whoever queued it last did so under the lock we took. A
+	 * stack means it ran already (and yielded): it goes on where it was. A strategy may
+	 * also have moved it, or its bubble be gathered: it goes where it is expected. */
+	if (t->stack_base || !ma_task_still_ours(w, t)) {
+		ma_entity_enqueue(&t->e);
+		return 0;
+	}
+	struct ma_seed_run run;
+	run.stack_lo = lo;
+	t->inline_run = &run;
+	ma_seed_enter(w, self, t);
+	if (sigsetjmp(run.exit, 0) == 0)
+		run.retval = t->func(t->arg);
+	uintptr_t old = ma_task_end(t, run.retval);
+	/* We are its only joiner (wt is published in its link): nobody to wake. */
+	(void)old;
+	atomic_store_explicit(&wt->done, 1, memory_order_relaxed);
+	ma_seed_leave(self, t);
+	return 1;
+}
+
+_Noreturn void ma_seed_exit(struct marcel_task *t, any_t retval)
+{
+	t->inline_run->retval = retval;
+	siglongjmp(t->inline_run->exit, 1);
+}
+
+struct ma_worker *ma_estimate_begin(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (!w)
+		ma_spin_lock(&ma_rt.est_lock);
+	atomic_fetch_add(w ? &w->est_seq : &ma_rt.est_seq, 1);
+	return w;
+}
+
+void ma_estimate_end(struct ma_worker *w)
+{
+	atomic_fetch_add_explicit(w ? &w->est_seq : &ma_rt.est_seq, 1, memory_order_release);
+	if (!w)
+		ma_spin_unlock(&ma_rt.est_lock);
+}
+
+/* Waits until a reader inside an estimate has left it (it may start another: those no
+ * longer see what the caller unlinked). */
+static void ma_estimate_wait(atomic_uint *seq)
+{
+	unsigned s = atomic_load(seq), rounds = 0;
+	while ((s & 1) && atomic_load_explicit(seq, memory_order_acquire) == s)
+		ma_spin_backoff(&rounds);
+}
+
+void ma_estimates_quiesce(void)
+{
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+		ma_estimate_wait(&ma_rt.workers[v].est_seq);
+	ma_estimate_wait(&ma_rt.est_seq);
+}
