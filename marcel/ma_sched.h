@@ -395,7 +395,7 @@ void ma_estimate_end(struct ma_worker *w) MA_HIDDEN;
 void ma_estimates_quiesce(void) MA_HIDDEN;
 
 /* ---- seed.c ---- */
-/* marcel_join's fast path for a seed: if t has not started yet, takes it off its queue
+/* marcel_join's fast path for seed t: if it has not started yet, takes it off its queue
  * and runs it on the calling thread's stack, to its end. wt is the caller's waiter,
  * already published in t's link. 1 if t ran (it is dead, wt need not be waited for), 0
  * if the caller must wait for it as for any thread. */

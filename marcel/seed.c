@@ -121,7 +121,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 {
 	struct ma_worker *w = ma_worker_self();
-	if (!w || !t->seed || t->placed)
+	if (!w || t->placed)
 		return 0;
 	struct marcel_task *self = w->current;
 	char *lo = ma_stack_lo(self);

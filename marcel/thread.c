@@ -208,7 +208,7 @@ int marcel_join(marcel_t t, any_t *status)
 			break;
 		if (atomic_compare_exchange_weak(&t->link, &v, v | (uintptr_t)&wt)) {
 			/* A seed nobody started yet runs here, on our stack (seed.c). */
-			if (!ma_seed_join(t, &wt))
+			if (!(t->seed && ma_seed_join(t, &wt)))
 				ma_waiter_wait(&wt);
 			break;
 		}
