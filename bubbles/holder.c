@@ -308,9 +308,27 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
 
 /* ---- placing, bursting, gathering ---- */
 
+int ma_bubble_in_unit_locked(struct ma_bubble *b)
+{
+	/* A gather closes a bubble before it walks (and locks) its members, and a parent
+	 * opens only by a burst, which needs it placed, hence not inside a unit: with b
+	 * locked, a parent that is not opened means b belongs to the unit above it (or is
+	 * about to). A stale decision that placed b anyway would make it a unit of its own
+	 * inside a closed one, whose threads the gather has already taken. */
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	return p && atomic_load(&p->status) != MA_BUBBLE_OPENED;
+}
+
 void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq)
 {
 	ma_spin_lock(&b->hold.lock);
+	while (ma_bubble_in_unit_locked(b) && atomic_load(&b->status) == MA_BUBBLE_CLOSED && !ma_bubble_dead(b)) {
+		/* Its parent closed since the strategy decided: it joins the parent's unit. */
+		ma_spin_unlock(&b->hold.lock);
+		if (ma_bubble_absorb(b))
+			return;
+		ma_spin_lock(&b->hold.lock);
+	}
 	if (atomic_load(&b->status) == MA_BUBBLE_OPENED || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
 		return;
@@ -457,7 +475,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 	 * switch sends it back to u (sched.c, ma_still_ours) and every way into a cache
 	 * counts it back (ma_back_quiet). */
 	int s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING)
+	if ((s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) || atomic_load(&t->hosts_seed))
 		return;
 	/* Already asked back by an earlier gather (of a unit its bubble has left since):
 	 * that unit counts it and is told when it is back; asking again would overwrite
@@ -468,9 +486,11 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 	atomic_fetch_add(&u->nb_out, 1);
 	t->leave_unit = u;
 	atomic_store(&t->leave_req, 1);
-	/* It may have blocked or ended since: then it is already back (or gone). */
+	/* It may have blocked, ended or started hosting a seed since: then it is already
+	 * back (or gone). A joiner hosting a seed does not come back before the seed ends,
+	 * and the seed may be waiting for threads of u: counted as blocked (seed.c). */
 	s = atomic_load(&t->state);
-	if (s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) {
+	if ((s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) || atomic_load(&t->hosts_seed)) {
 		if (atomic_exchange(&t->leave_req, 0))
 			atomic_fetch_sub(&u->nb_out, 1);
 		return;
@@ -581,48 +601,60 @@ void ma_bubble_check_closed(struct ma_bubble *b)
 	ma_bubble_resettle(b);
 }
 
+int ma_bubble_absorb(struct ma_bubble *b)
+{
+	for (;;) {
+		struct ma_bubble *p = ma_entity_parent(&b->e);
+		if (!p)
+			return 0;
+		ma_spin_lock(&p->hold.lock);
+		struct ma_holder *h = ma_bubble_holder_for_member(p);
+		ma_spin_unlock(&p->hold.lock);
+		if (h->type == MA_RUNQUEUE_HOLDER)
+			return 0;
+		/* Its parent is part of a closed unit: b's threads join that unit. */
+		struct ma_bubble *u = ma_bubble_of_holder(h);
+		struct ma_backs bk;
+		bk.n = 0;
+		ma_spin_lock(&u->hold.lock);
+		ma_spin_lock(&b->hold.lock);
+		/* u may have burst, or been gathered into a unit above it, since we looked:
+		 * with u locked, neither can happen now, so check that u is still the unit. */
+		p = ma_entity_parent(&b->e);
+		if (!p || ma_bubble_holder_for_member(p) != &u->hold) {
+			ma_spin_unlock(&b->hold.lock);
+			ma_spin_unlock(&u->hold.lock);
+			continue;
+		}
+		if (atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
+			ma_bubble_unqueue(b);
+			ma_bubble_set_holder(b, NULL);
+			ma_retarget_rec(b, &b->hold, &u->hold);
+			int was_empty = ma_list_empty(&u->cache);
+			while (!ma_list_empty(&b->cache)) {
+				struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
+				ma_cache_del(b, c);
+				ma_back_quiet(c, &bk);
+				ma_cache_put(u, c);
+			}
+			struct ma_holder *uh = u->e.sched_holder;
+			if (was_empty && !ma_list_empty(&u->cache) && !u->queued && uh &&
+			    uh->type == MA_RUNQUEUE_HOLDER && atomic_load(&u->status) == MA_BUBBLE_CLOSED) {
+				u->queued = 1;
+				ma_rq_enqueue(ma_rq_of_holder(uh), &u->e);
+			}
+		}
+		ma_spin_unlock(&b->hold.lock);
+		ma_spin_unlock(&u->hold.lock);
+		ma_backs_check(&bk);
+		return 1;
+	}
+}
+
 void ma_bubble_resettle(struct ma_bubble *b)
 {
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	if (!p) {
+	if (!ma_bubble_absorb(b))
 		ma_strategy_submit(b);
-		return;
-	}
-	ma_spin_lock(&p->hold.lock);
-	struct ma_holder *h = ma_bubble_holder_for_member(p);
-	if (h->type == MA_RUNQUEUE_HOLDER) {
-		ma_spin_unlock(&p->hold.lock);
-		ma_strategy_submit(b);
-		return;
-	}
-	/* Its parent is part of a closed unit: b's threads join that unit. */
-	struct ma_bubble *u = ma_bubble_of_holder(h);
-	ma_spin_unlock(&p->hold.lock);
-	struct ma_backs bk;
-	bk.n = 0;
-	ma_spin_lock(&u->hold.lock);
-	ma_spin_lock(&b->hold.lock);
-	if (atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
-		ma_bubble_unqueue(b);
-		ma_bubble_set_holder(b, NULL);
-		ma_retarget_rec(b, &b->hold, &u->hold);
-		int was_empty = ma_list_empty(&u->cache);
-		while (!ma_list_empty(&b->cache)) {
-			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
-			ma_cache_del(b, c);
-			ma_back_quiet(c, &bk);
-			ma_cache_put(u, c);
-		}
-		struct ma_holder *uh = u->e.sched_holder;
-		if (was_empty && !ma_list_empty(&u->cache) && !u->queued && uh &&
-		    uh->type == MA_RUNQUEUE_HOLDER && atomic_load(&u->status) == MA_BUBBLE_CLOSED) {
-			u->queued = 1;
-			ma_rq_enqueue(ma_rq_of_holder(uh), &u->e);
-		}
-	}
-	ma_spin_unlock(&b->hold.lock);
-	ma_spin_unlock(&u->hold.lock);
-	ma_backs_check(&bk);
 }
 
 void ma_bubble_detach_from_unit(struct ma_bubble *b)

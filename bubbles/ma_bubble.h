@@ -193,6 +193,13 @@ void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *h) MA_HIDDE
 /* A closed, gathered, woken bubble whose parent changed or that was just woken: merged
  * into its parent's closed unit, or handed to the strategy if its parent is opened. */
 void ma_bubble_resettle(struct ma_bubble *b) MA_HIDDEN;
+/* Closed bubble b's parent is part of a closed unit: b's threads (and its cache) join
+ * that unit. 1 if done (or b is not closed any more), 0 if b has no parent or its
+ * parent is opened (b is a unit of its own: the strategy places it). */
+int ma_bubble_absorb(struct ma_bubble *b) MA_HIDDEN;
+/* b (locked) belongs to the closed unit above it: its parent is not opened. Placing b
+ * then would make a unit inside a unit; ma_bubble_place absorbs it instead. */
+int ma_bubble_in_unit_locked(struct ma_bubble *b) MA_HIDDEN;
 /* Woken bubble b, part of a closed unit above it, is about to leave its parent (tree lock
  * held): its threads become its own again (its cache holds its ready ones), so that it
  * can be placed by itself. Nothing happens if b is a unit itself. */

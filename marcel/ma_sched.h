@@ -159,6 +159,9 @@ struct marcel_task {
 	 * is ready, so the move takes effect. */
 	atomic_int move_req;
 	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
+	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
+	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
+	atomic_int hosts_seed;
 	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
 	unsigned char placed;             /* its attributes chose its first queue (VP set or

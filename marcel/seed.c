@@ -85,6 +85,13 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&t->last_vp, (int)w->vp, __ATOMIC_RELAXED);
 	ma_seed_charge(w, self);
+	/* From here self waits for t like a blocked thread: a gather of its bubble does not
+	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
+	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
+	 * one of the two sees the other and counts self back. */
+	atomic_store(&self->hosts_seed, 1);
+	if (atomic_load(&self->leave_req))
+		ma_task_back(self);
 	self->saved_errno = *w->errno_loc;
 	*w->errno_loc = 0;
 	if (ma_unlikely(ma_tracing())) {
@@ -111,11 +118,18 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	t->inline_run = NULL;
 	__atomic_store_n(&w->current, self, __ATOMIC_RELEASE);
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
+	atomic_store(&self->hosts_seed, 0);
 	*w->errno_loc = self->saved_errno;
 	/* Asked back by a gather of its bubble while it ran: it has left for good. */
 	ma_task_back(t);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
+	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
+	 * it is expected, as a woken thread would, instead of running outside its unit. */
+	if (ma_unlikely(!ma_task_still_ours(w, self))) {
+		self->post = MA_POST_REQUEUE;
+		ma_schedule_blocked(w, self);
+	}
 }
 
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)

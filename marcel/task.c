@@ -119,6 +119,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	t->canary = 0;
 	atomic_store_explicit(&t->preempt_off, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->leave_req, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->hosts_seed, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->move_req, 0, memory_order_relaxed);
 	memset(t->rd_held, 0, sizeof(t->rd_held));
 	t->rd_untracked = 0;

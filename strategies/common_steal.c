@@ -384,6 +384,13 @@ int ma_sl_unplace_closed(struct ma_bubble *b)
 int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq)
 {
 	ma_spin_lock(&b->hold.lock);
+	while (atomic_load(&b->status) == MA_BUBBLE_CLOSED && ma_bubble_in_unit_locked(b)) {
+		/* Its parent closed since the strategy decided: it joins the parent's unit. */
+		ma_spin_unlock(&b->hold.lock);
+		if (ma_bubble_absorb(b))
+			return EBUSY;
+		ma_spin_lock(&b->hold.lock);
+	}
 	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
 		ma_spin_unlock(&b->hold.lock);
 		return EBUSY;

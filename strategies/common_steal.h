@@ -60,7 +60,8 @@ int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_ac
 		      void *arg) MA_HIDDEN;
 
 /* Makes closed bubble b scheduled on rq without queuing it there, so that the caller can
- * burst it on rq before any VP serves it. 0, or EBUSY if b is not closed. */
+ * burst it on rq before any VP serves it. 0, or EBUSY if b is not closed, or if its parent
+ * closed meanwhile (b then joins the unit above it, see ma_bubble_place). */
 int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
 /* Takes closed bubble b off the run queues (unplaced: its ready threads wait in it). 0, or
  * EBUSY if b is not closed (ma_bubble_unplace does not check). */

@@ -223,15 +223,6 @@ START_TEST(test_deep)
 }
 END_TEST
 
-/* Strategies under which a bubble per level hangs now and then: ready threads stay
- * unserved while every VP sleeps (doc/design.md, Known problems; under burst, every run
- * of sumtime --n 20000 on this machine). The examples run there without bubbles until
- * that is fixed; then this list goes. */
-static int hangs_with_nested_bubbles(const char *strategy)
-{
-	return !strcmp(strategy, "burst") || !strcmp(strategy, "steal") || !strcmp(strategy, "gang");
-}
-
 START_TEST(test_strategies)
 {
 	const long n = scaled(5000, 500), sum_n = scaled(300, 60);
@@ -240,13 +231,12 @@ START_TEST(test_strategies)
 	for (unsigned s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
 		for (int synth = 0; synth < 2; synth++) {
 			snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s %s", strategies[s], synth ? SYNTH : "");
-			int flat = hangs_with_nested_bubbles(strategies[s]);
-			unsigned vps = expect_sum(env, flat ? "--no-bubbles" : "", sum_n, 1);
+			unsigned vps = expect_sum(env, "", sum_n, 1);
 			if (synth)
 				ck_assert_uint_eq(vps, 8);
-			expect_sum(env, flat ? "--no-seeds --no-bubbles" : "--no-seeds", sum_n, 1);
-			expect_sorted(env, flat ? "--no-bubbles" : "", n, 50, "quick", 3, want);
-			expect_sorted(env, flat ? "--no-seeds --no-bubbles" : "--no-seeds", n, 50, "merge", 3, want);
+			expect_sum(env, "--no-seeds", sum_n, 1);
+			expect_sorted(env, "", n, 50, "quick", 3, want);
+			expect_sorted(env, "--no-seeds", n, 50, "merge", 3, want);
 		}
 }
 END_TEST

@@ -24,10 +24,10 @@
 #include <marcel.h>
 
 /* The strategy the examples run under when the user names none. The runtime's default,
- * burst, regenerates every bubble it has burst each 20 ms, gathering all the bubble
- * holds: with the thousands of short-lived nested bubbles of these recursions it would
- * spend its time gathering (and it can hang on them for now: doc/design.md, Known
- * problems). cache keeps each subtree where it started. */
+ * burst, regenerates every bubble it has burst each 20 ms, gathering the whole subtree:
+ * with the thousands of short-lived nested bubbles of these recursions (all alive at
+ * once without seeds) it spends its time gathering. cache keeps each subtree where it
+ * started. */
 #define NESTED_DEFAULT_SCHED "cache"
 
 /* marcel_init(), then NESTED_DEFAULT_SCHED unless MARCEL_BUBBLE_SCHEDULER or
