@@ -72,7 +72,7 @@ struct ma_bubble {
 	ma_spinlock_t regen_lock;         /* serialises arming and cancelling regen_timer */
 	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
 	unsigned char regen_closed;       /* going away: never armed again (regen_lock) */
-	struct ma_bubble *regen_next;     /* due list (regen.c) */
+	struct ma_list regen_node;        /* due list (regen.c), under its lock */
 	unsigned char regen_queued;
 	/* References from code that keeps a pointer after releasing the lock that made the
 	 * bubble reachable (a strategy's view, the due list). An implicit bubble is freed

@@ -12,7 +12,9 @@
 
 atomic_int ma_bubble_work_pending;
 static ma_spinlock_t ma_regen_lock;
-static struct ma_bubble *ma_regen_list;
+/* Doubly linked: with thousands of nested burst bubbles due at once, a cancel that
+ * searched the list made every destroy linear in it. */
+static struct ma_list ma_regen_list = { &ma_regen_list, &ma_regen_list };
 
 static void ma_regen_fire(struct ma_timer *t)
 {
@@ -20,11 +22,26 @@ static void ma_regen_fire(struct ma_timer *t)
 	ma_spin_lock(&ma_regen_lock);
 	if (!b->regen_queued) {
 		b->regen_queued = 1;
-		b->regen_next = ma_regen_list;
-		ma_regen_list = b;
+		ma_list_add_tail(&ma_regen_list, &b->regen_node);
 	}
 	ma_spin_unlock(&ma_regen_lock);
 	atomic_store(&ma_bubble_work_pending, 1);
+}
+
+/* Whether an opened ancestor of b regenerates on the strategy's default slice: its
+ * gather closes b too, so b needs no timer of its own. Read without locks (a stale
+ * answer costs one timer too many, or one slice late), inside an estimate so that an
+ * ancestor destroyed meanwhile is not reused under us (ma_estimates_quiesce). */
+static int ma_regen_covered(struct ma_bubble *b)
+{
+	int covered = 0;
+	struct ma_worker *w = ma_estimate_begin();
+	for (struct ma_bubble *p = ma_entity_parent(&b->e); p && p != ma_root_bubble && !covered;
+	     p = ma_entity_parent(&p->e))
+		covered = !p->timeslice_us && atomic_load_explicit(&p->regen_armed, memory_order_relaxed) &&
+			  atomic_load_explicit(&p->status, memory_order_relaxed) == MA_BUBBLE_OPENED;
+	ma_estimate_end(w);
+	return covered;
 }
 
 void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
@@ -33,6 +50,10 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
 	if (!us && !b->implicit)
 		us = ma_strategy()->default_timeslice_us;
 	if (!us || atomic_load(&b->regen_armed))
+		return;
+	/* A recursion bursting a bubble per level would otherwise arm thousands of timers
+	 * due together, each gathering a part of what the outermost one gathers. */
+	if (!b->timeslice_us && ma_regen_covered(b))
 		return;
 	/* Arming and cancelling are serialised per bubble, so a cancel never runs between
 	 * the flag and the timer's insertion (the timer would then outlive the cancel). */
@@ -53,11 +74,7 @@ static void ma_regen_cancel_locked(struct ma_bubble *b)
 	ma_timer_cancel(&b->regen_timer);
 	ma_spin_lock(&ma_regen_lock);
 	if (b->regen_queued) {
-		for (struct ma_bubble **p = &ma_regen_list; *p; p = &(*p)->regen_next)
-			if (*p == b) {
-				*p = b->regen_next;
-				break;
-			}
+		ma_list_del(&b->regen_node);
 		b->regen_queued = 0;
 	}
 	ma_spin_unlock(&ma_regen_lock);
@@ -86,15 +103,34 @@ int ma_bubble_regenerate(struct ma_bubble *b)
 	return 0;
 }
 
+/* A regeneration hands a burst bubble's threads back to the strategy, which places them
+ * again by the load then. While no VP is idle there is nothing to move work to, and
+ * gathering then bursting again costs the whole subtree at every level it bursts
+ * through: with a deep recursion of live threads (examples/sumtime without seeds, 40000
+ * threads) that is more than the 20 ms slice itself, and the program crawled (43 s
+ * instead of 0.3 s). The strategy's default slice is therefore only acted upon when some
+ * VP is idle (anywhere: the bubble may burst higher up next time); a slice the
+ * application set (marcel_bubble_settimeslice) always is. */
+static int ma_regen_wanted(struct ma_bubble *b)
+{
+	if (b->timeslice_us)
+		return 1;
+	/* Every VP counts itself idle in each queue of its path, the machine's included. */
+	struct ma_runqueue *top = &ma_rt.rqs[0];
+	return atomic_load_explicit(&top->nr_sleeping, memory_order_relaxed) > 0 ||
+	       atomic_load_explicit(&top->nr_spinning, memory_order_relaxed) > 0;
+}
+
 void ma_bubble_work(void)
 {
 	if (!atomic_exchange(&ma_bubble_work_pending, 0))
 		return;
 	for (;;) {
 		ma_spin_lock(&ma_regen_lock);
-		struct ma_bubble *b = ma_regen_list;
-		if (b) {
-			ma_regen_list = b->regen_next;
+		struct ma_bubble *b = NULL;
+		if (!ma_list_empty(&ma_regen_list)) {
+			b = ma_container_of(ma_regen_list.next, struct ma_bubble, regen_node);
+			ma_list_del(&b->regen_node);
 			b->regen_queued = 0;
 			atomic_store(&b->regen_armed, 0);
 			/* Taken before a cancel can unlink it: keeps it while we work on it. */
@@ -108,8 +144,10 @@ void ma_bubble_work(void)
 			; /* the runtime is stopping: nothing is placed any more */
 		else if (s->tick)
 			s->tick(b);
-		else
+		else if (ma_regen_wanted(b))
 			ma_bubble_regenerate(b);
+		else if (ma_worker_self() && atomic_load(&b->status) == MA_BUBBLE_OPENED)
+			ma_bubble_regen_arm(ma_worker_self(), b); /* look again next slice */
 		ma_bubble_unref(b);
 	}
 }

@@ -206,6 +206,7 @@ struct ma_worker {
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
+	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
 	/* Odd while this worker reads other workers' running threads without locks
 	 * (ma_estimate_begin); bubble storage is reused only after such reads end. */
 	atomic_uint est_seq;
@@ -334,15 +335,20 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
  * NULL if none. */
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
+/* The same, looking first in rq (a queue ma_pick_next just chose). */
+struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct ma_runqueue *rq) MA_HIDDEN;
 /* For a task just taken to run: if marcel_suspend asked, parks it and returns 1. */
 int ma_park_if_suspended(struct marcel_task *t) MA_HIDDEN;
 
-/* Lock-free peek: the queue holding the best candidate with priority <= worst_prio,
- * or NULL. Inline: it is most of find_next and of yield. */
-static inline struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio)
+/* The queue holding the best candidate with priority <= worst_prio on w's path, or NULL;
+ * *far: the farthest other queue whose best candidate is as urgent, or NULL. Lock-free:
+ * a hint that the caller checks under the queue's lock. */
+static inline struct ma_runqueue *ma_scan_path(const struct ma_worker *w, int worst_prio, int *prio,
+					       struct ma_runqueue **far)
 {
 	struct ma_runqueue *best = NULL;
 	int best_prio = worst_prio + 1;
+	*far = NULL;
 	/* Nearest queue first, and strict '<', so equal priorities prefer the closest queue. */
 	for (unsigned i = 0; i < w->path_len; i++) {
 		struct ma_runqueue *rq = w->path[i];
@@ -352,10 +358,40 @@ static inline struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int wo
 			if (p < best_prio) {
 				best_prio = p;
 				best = rq;
+				*far = NULL;
+			} else if (p == best_prio) {
+				*far = rq;
 			}
 		}
 	}
 	*prio = best_prio;
+	return best;
+}
+
+/* Lock-free peek: the queue holding the best candidate with priority <= worst_prio,
+ * or NULL. Inline: it is most of find_next and of yield. */
+static inline struct ma_runqueue *ma_peek_next(const struct ma_worker *w, int worst_prio, int *prio)
+{
+	struct ma_runqueue *far;
+	return ma_scan_path(w, worst_prio, prio, &far);
+}
+
+/* Every how many picks a farther queue that ties with the nearest one wins. */
+#define MA_FAR_EVERY 8
+
+/* ma_peek_next for worker w choosing what to run next (only w calls it). Equal
+ * priorities prefer the nearest queue, except every MA_FAR_EVERY-th time a farther one
+ * ties, when the farthest of those wins: threads yielding on a VP's (or a node's) queue
+ * would otherwise starve, for ever, a thread of the same priority waiting on a queue it
+ * shares with other VPs (a thread woken on the machine's queue while every VP's nearer
+ * queues hold busy threads). */
+static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_prio, int *prio)
+{
+	struct ma_runqueue *far, *best = ma_scan_path(w, worst_prio, prio, &far);
+	if (ma_unlikely(far != NULL) && ++w->far_ties >= MA_FAR_EVERY) {
+		w->far_ties = 0;
+		best = far;
+	}
 	return best;
 }
 

@@ -88,6 +88,11 @@ int ma_park_if_suspended(struct marcel_task *t)
 
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 {
+	return ma_find_next_in(w, worst_prio, NULL);
+}
+
+struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct ma_runqueue *first)
+{
 	struct marcel_task *rn = w->runnext;
 	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed))) {
 		if (rn) {
@@ -108,7 +113,8 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 	}
 	for (;;) {
 		int prio;
-		struct ma_runqueue *rq = ma_peek_next(w, worst_prio, &prio);
+		struct ma_runqueue *rq = first ? first : ma_pick_next(w, worst_prio, &prio);
+		first = NULL;
 		if (!rq)
 			return NULL;
 		ma_spin_lock(&rq->hold.lock);

@@ -358,7 +358,7 @@ int marcel_yield(void)
 			return 0;
 		}
 	}
-	struct ma_runqueue *rq = ma_peek_next(w, my_prio, &prio);
+	struct ma_runqueue *rq = ma_pick_next(w, my_prio, &prio);
 	if (!rq)
 		return 0;
 	if (&rq->hold == __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED)) {
@@ -401,7 +401,7 @@ int marcel_yield(void)
 		return 0;
 	}
 slow:;
-	struct marcel_task *next = ma_find_next(w, my_prio);
+	struct marcel_task *next = ma_find_next_in(w, my_prio, rq);
 	if (!next)
 		return 0;
 	cur->post = MA_POST_REQUEUE;

@@ -269,6 +269,14 @@ void ma_sl_clock_stop(struct ma_sl_clock *c)
 
 unsigned ma_sl_threads_locked(struct ma_bubble *b)
 {
+	/* A counted bubble keeps its subtree's count (for joins): it also counts threads
+	 * created and not started, which a woken bubble hardly has. Walking instead costs
+	 * the whole subtree on every steal attempt: with a deep recursion of nested bubbles
+	 * (examples/sumtime without seeds) idle VPs spent 70% of the time here. */
+	if (b->counted) {
+		long n = atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed);
+		return n > 0 ? (unsigned)n : 0;
+	}
 	unsigned n = 0;
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);

@@ -44,8 +44,9 @@ int ma_sl_kick_outside(const struct ma_runqueue *rq) MA_HIDDEN;
 /* Whether a VP that looks at rq is idle (polling or asleep): it will take rq's work. */
 int ma_sl_has_idle(const struct ma_runqueue *rq) MA_HIDDEN;
 
-/* Threads of bubble b's subtree, alive and started; b is locked, maybe on a locked queue,
- * so sub-bubbles are only try-locked: one that is busy counts as one thread. */
+/* Threads of bubble b's subtree, alive (and, when b keeps no count, started); b is
+ * locked, maybe on a locked queue, so sub-bubbles are only try-locked: one that is busy
+ * counts as one thread. O(1) for bubbles that keep a count (ma_bubble.h, counted). */
 unsigned ma_sl_threads_locked(struct ma_bubble *b) MA_HIDDEN;
 
 /* Decides whether to take an entity of `threads` threads (whose `visible` ready threads

@@ -1527,9 +1527,51 @@ START_TEST(test_shared_runs_in_parallel)
 }
 END_TEST
 
+/* A thread of the machine's queue must not wait for ever behind threads that keep
+ * yielding on their VPs' own queues (equal priorities prefer the nearest queue, but not
+ * always: runqueue.c, ma_pick_next). Main sleeps (it is woken onto the machine's queue)
+ * while two bound threads per VP yield in a loop until main stops them (alone, one
+ * would find its queue empty at each yield). */
+static atomic_int bound_stop;
+
+static any_t yield_until_stopped(any_t arg)
+{
+	(void)arg;
+	while (!atomic_load(&bound_stop))
+		marcel_yield();
+	return NULL;
+}
+
+START_TEST(test_shared_not_starved)
+{
+	ma_test_init();
+	unsigned n = 2 * (marcel_nbvps() < 8 ? marcel_nbvps() : 8);
+	marcel_t t[16];
+	atomic_store(&bound_stop, 0);
+	/* Main starts on VP 0's queue: on the machine's, it is nearest to no VP. */
+	marcel_vpset_t all = MARCEL_VPSET_FULL;
+	ck_assert_int_eq(marcel_apply_vpset(&all), 0);
+	for (unsigned i = 0; i < n; i++) {
+		marcel_attr_t a;
+		ck_assert_int_eq(marcel_attr_init(&a), 0);
+		ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(i / 2)), 0);
+		ck_assert_int_eq(marcel_create(&t[i], &a, yield_until_stopped, NULL), 0);
+	}
+	/* Each sleep ends with main queued behind the yielding threads (Check's time limit
+	 * catches a starved main). */
+	for (int k = 0; k < 20; k++)
+		ck_assert_int_eq(marcel_usleep(500), 0);
+	atomic_store(&bound_stop, 1);
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	marcel_end();
+}
+END_TEST
+
 static void tc_placement(TCase *tc)
 {
 	tcase_add_test(tc, test_shared_runs_in_parallel);
+	tcase_add_test(tc, test_shared_not_starved);
 	tcase_add_test(tc, test_vpset_single);
 	tcase_add_test(tc, test_vpset_numa);
 	tcase_add_test(tc, test_sched_other);
