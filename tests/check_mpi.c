@@ -153,6 +153,19 @@ START_TEST(test_ranks_3d)
 }
 END_TEST
 
+/* --imbalance: the costly band is placed by grid row, so it crosses the ranks' slabs as
+ * it moves, and the result is conduction/simple's. */
+START_TEST(test_imbalance)
+{
+	char ref[17];
+	reference(SMALL " --imbalance --threads 4", ref);
+	expect(ref, 2, "", SMALL " --imbalance --threads 3");
+	expect(ref, 3, "-x MARCEL_BUBBLE_SCHEDULER=steal", SMALL " --imbalance --threads 5");
+	reference(SMALL3D " --imbalance --threads 4", ref);
+	expect(ref, 2, "", SMALL3D " --imbalance --threads 2");
+}
+END_TEST
+
 START_TEST(test_strategies)
 {
 	static const char *const strategies[] = { "burst", "spread", "cache", "steal" };
@@ -319,6 +332,7 @@ int main(int argc, char **argv)
 	tcase_add_checked_fixture(tc, clean_environment, NULL);
 	tcase_add_test(tc, test_ranks_2d);
 	tcase_add_test(tc, test_ranks_3d);
+	tcase_add_test(tc, test_imbalance);
 	tcase_add_test(tc, test_strategies);
 #ifdef MA_TEST_TSAN
 	printf("check_mpi: ThreadSanitizer build: every run at MPI_THREAD_SERIALIZED, "

@@ -204,8 +204,10 @@ void cond_init_stripe(const struct cond_run *r, int s)
 
 int cond_hot_row(const struct cond_run *r, long i, long t)
 {
-	long width = (r->n - 2) / 8 > 0 ? (r->n - 2) / 8 : 1;
-	long first = 1 + t * (r->n - 2 - width) / (r->iters > 1 ? r->iters - 1 : 1);
+	long n = r->grid_n ? r->grid_n : r->n;
+	long width = (n - 2) / 8 > 0 ? (n - 2) / 8 : 1;
+	long first = 1 + t * (n - 2 - width) / (r->iters > 1 ? r->iters - 1 : 1);
+	i += r->row0;
 	return i >= first && i < first + width;
 }
 

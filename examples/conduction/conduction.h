@@ -23,6 +23,8 @@ struct cond_run {
 	long iters;
 	int nthreads;      /* = number of stripes */
 	int imbalance;     /* --imbalance: a moving band of rows costs HOT_COST times more */
+	long row0;         /* the whole grid's row of row 0 here (an MPI rank's slab), else 0 */
+	long grid_n;       /* rows of the whole grid, 0: n (the band moves over the whole grid) */
 	double *buf[2];
 };
 
@@ -46,9 +48,10 @@ void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi);
 /* Sets the initial values (cond_initial) of stripe @p s's rows in both buffers. */
 void cond_init_stripe(const struct cond_run *r, int s);
 
-/* --imbalance: whether row @p i is in the costly band at iteration @p t. The band, an
- * eighth of the grid wide, moves from the first interior row to the last once during the
- * run; each kernel decides what makes its rows costlier. */
+/* --imbalance: whether row @p i (of this run: row0 + i of the whole grid) is in the
+ * costly band at iteration @p t. The band, an eighth of the grid wide, moves from the
+ * first interior row to the last once during the run; each kernel decides what makes its
+ * rows costlier. */
 int cond_hot_row(const struct cond_run *r, long i, long t);
 
 /* The kernel (conduction/kernel.c or advection/kernel.c). */

@@ -140,12 +140,6 @@ static struct mpi_options take_mpi_options(int *argc, char **argv)
 	int kept = 1;
 	for (int i = 1; i < *argc; i++) {
 		const char *opt = argv[i];
-		if (strcmp(opt, "--imbalance") == 0) {
-			/* The kernel places its costly band by row number, and here it sees slab
-			 * rows: each rank would put the band in its own slab. */
-			fprintf(stderr, "%s: option '--imbalance' is not supported across ranks\n", prog);
-			exit(2);
-		}
 		if (strcmp(opt, "--thread-level") != 0) {
 			if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
 				mpi_usage(stdout, prog);  /* cond_parse() adds the stencil's and exits */

@@ -63,6 +63,9 @@ void slab_create(struct slab *sl, const struct cond_run *grid, int rank, int nra
 	sl->first = lo - 1;
 	sl->run = *grid;
 	sl->run.n = hi - lo + 2;
+	/* --imbalance: the band moves over the whole grid, placed by grid row. */
+	sl->run.row0 = sl->first;
+	sl->run.grid_n = grid->n;
 	/* Zeroed: the halos are read (by the copy into the second buffer) before the first
 	 * exchange fills them. */
 	for (int b = 0; b < 2; b++)
