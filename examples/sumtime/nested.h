@@ -24,10 +24,9 @@
 #include <marcel.h>
 
 /* The strategy the examples run under when the user names none. The runtime's default,
- * burst, regenerates every bubble it has burst each 20 ms, gathering the whole subtree:
- * with the thousands of short-lived nested bubbles of these recursions (all alive at
- * once without seeds) it spends its time gathering. cache keeps each subtree where it
- * started. */
+ * burst, bursts each level's bubble where a VP picks it and gathers the subtree back
+ * whenever a VP idles; cache keeps each subtree where it started, which suits these
+ * recursions better (nested-sort of 2*10^6 keys on 2 VPs: 0.125 s against 0.168 s). */
 #define NESTED_DEFAULT_SCHED "cache"
 
 /* marcel_init(), then NESTED_DEFAULT_SCHED unless MARCEL_BUBBLE_SCHEDULER or
