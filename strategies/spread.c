@@ -11,11 +11,16 @@
  *
  * start distributes the root bubble's members at once from the machine (the root stays
  * opened there); submit decides for one bubble below the item its parent is opened on,
- * with what is already placed as the starting load. shake, tick and sched are the core's
- * defaults (regenerate, serve).
+ * with what is already placed as the starting load (summed by a walk of the tree, which
+ * a big tree does not repeat at every submit: see "what is already placed"); below an
+ * item with a single VP there is nothing to decide. init and exit set up and drop the
+ * figures kept between walks. shake, tick and sched are the core's defaults
+ * (regenerate, serve).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include "ma_strategy.h"
 #include "ma_distrib.h"
 
@@ -98,11 +103,17 @@ static struct ma_dnode *ma_view_task(struct ma_view *v, struct marcel_task *t)
 	return x;
 }
 
+/* pref_node while the view is built: memory is attached in the node's subtree (or, for a
+ * fixed bubble, maybe: it is not looked into), so ma_view_build asks for its node. */
+#define MA_VIEW_MEMORY (-2)
+
 /* Bubble b is locked by the caller. */
 static struct ma_dnode *ma_view_bubble(struct ma_view *v, struct ma_bubble *b)
 {
 	struct ma_dnode *x = ma_view_new(v, &b->e, 1);
 	int fixed = __atomic_load_n(&b->fixed_item, __ATOMIC_RELAXED);
+	if (x && (b->ranges || fixed >= 0))
+		x->pref_node = MA_VIEW_MEMORY;
 	if (fixed >= 0) {
 		/* scheduleonlevel: the core keeps it on its item; only its load matters here. */
 		if (x) {
@@ -113,12 +124,13 @@ static struct ma_dnode *ma_view_bubble(struct ma_view *v, struct ma_bubble *b)
 	}
 	if (!v->counting && !x)
 		return NULL;
-	unsigned want = 0, added = 0, base = v->nb_kids;
+	unsigned want = 0, all = 0, added = 0, base = v->nb_kids;
 	if (!v->counting) {
 		for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
 			struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 			want += m->type == MA_BUBBLE_ENTITY || ma_view_wants_task(ma_task_of_entity(m));
 		}
+		all = want;
 		if (want > v->cap - v->nb_kids)
 			want = v->cap - v->nb_kids;
 		v->nb_kids += want;
@@ -145,6 +157,9 @@ static struct ma_dnode *ma_view_bubble(struct ma_view *v, struct ma_bubble *b)
 	if (x) {
 		x->children = v->kids + base;
 		x->nb_children = added;
+		/* Members left out of a view that outgrew its room may hold memory. */
+		if (added < all)
+			x->pref_node = MA_VIEW_MEMORY;
 	}
 	return x;
 }
@@ -198,11 +213,22 @@ static int ma_view_build(struct ma_view *v, struct ma_bubble *b, int memory)
 	if (!v->nodes || !v->kids || !v->top)
 		return ENOMEM;
 	ma_view_walk(v, b);
-	if (memory)
+	/* A bubble with memory below it is one with memory of its own or in a sub-bubble's
+	 * subtree; children come after their parent. Only those are asked for their node:
+	 * asking synthesizes the statistics of the whole subtree. */
+	for (unsigned i = v->nb; i-- > 0;) {
+		struct ma_dnode *x = &v->nodes[i];
+		for (unsigned k = 0; k < x->nb_children && x->pref_node != MA_VIEW_MEMORY; k++)
+			if (x->children[k]->pref_node == MA_VIEW_MEMORY)
+				x->pref_node = MA_VIEW_MEMORY;
+	}
+	for (unsigned i = 0; i < v->nb; i++) {
+		struct ma_dnode *x = &v->nodes[i];
+		if (x->pref_node != MA_VIEW_MEMORY)
+			continue;
 		/* Outside the locks: it synthesizes statistics (and takes them itself). */
-		for (unsigned i = 0; i < v->nb; i++)
-			if (v->nodes[i].is_bubble && v->nodes[i].fixed_item < 0)
-				v->nodes[i].pref_node = ma_entity_preferred_node(v->nodes[i].e);
+		x->pref_node = memory && x->fixed_item < 0 ? ma_entity_preferred_node(x->e) : -1;
+	}
 	return 0;
 }
 
@@ -219,8 +245,9 @@ static void ma_view_free(struct ma_view *v)
 /* ---- what is already placed ---- */
 
 /* Adds to own[item] the load of every unit scheduled on that item's queue (or on one of
- * its VPs' queues) below opened bubble x (locked), skipping bubble `skip`. */
-static void ma_placed_rec(struct ma_bubble *x, double *own, const struct ma_bubble *skip)
+ * its VPs' queues) below opened bubble x (locked), skipping bubble `skip`; counts the
+ * bubbles it locks in *visits. */
+static void ma_placed_rec(struct ma_bubble *x, double *own, const struct ma_bubble *skip, unsigned *visits)
 {
 	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
@@ -237,13 +264,164 @@ static void ma_placed_rec(struct ma_bubble *x, double *own, const struct ma_bubb
 		if (s == skip)
 			continue;
 		ma_spin_lock(&s->hold.lock);
+		++*visits;
 		struct ma_holder *h = s->e.sched_holder;
 		if (atomic_load(&s->status) == MA_BUBBLE_OPENED)
-			ma_placed_rec(s, own, skip);
+			ma_placed_rec(s, own, skip, visits);
 		else if (h && h->type == MA_RUNQUEUE_HOLDER)
 			own[ma_rq_of_holder(h)->level->id] += ma_locked_load(s);
 		ma_spin_unlock(&s->hold.lock);
 	}
+}
+
+/*
+ * Summing those figures walks the tree, locking every bubble member of an opened bubble.
+ * Doing it at each submit made a wake-up cost the whole tree: examples/sumtime keeps
+ * thousands of bubbles opened on the machine's queue (each level's pair is spread over
+ * the machine, so the next level is decided from there again), and at --n 20000 a
+ * wake-up cost about 700 us. So the result of a walk that locked MA_PLACED_SMALL bubbles
+ * or more is kept, every placement spread decides is added to it as it is decided, and
+ * it is reused until it is older than MA_PLACED_REUSE times the CPU time the walk took:
+ * a VP that does nothing but wake bubbles spends at most about 1/MA_PLACED_REUSE of its
+ * time walking, whatever the size of the tree, and a decision misses what the core
+ * changed meanwhile (threads that ended or were created in opened bubbles, bubbles
+ * joined or moved by hand) for at most that long. Smaller trees are walked at every
+ * decision, as before: there the figures are exact, whatever the machine's speed.
+ */
+#define MA_PLACED_SMALL 64
+#define MA_PLACED_REUSE 16
+
+struct ma_placed {
+	ma_spinlock_t lock;       /* a leaf: taken with no other lock held */
+	double *own;              /* per item; NULL outside init..exit */
+	unsigned nb;              /* entries of own */
+	unsigned gen;             /* bumped when the figures stop meaning anything (start) */
+	int valid, walking;
+	uint64_t at_ns, cost_ns;  /* when the walk began (CLOCK_MONOTONIC), its CPU time */
+};
+
+/* One each: a change from one to the other runs the new one's init before the old one's
+ * exit. */
+static struct ma_placed ma_placed_spread, ma_placed_memory;
+
+static struct ma_placed *ma_placed_of(int memory)
+{
+	return memory ? &ma_placed_memory : &ma_placed_spread;
+}
+
+static uint64_t ma_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Swaps in a new array (nb entries, or none), invalid; frees the old one. Copies are made
+ * under the lock, so nobody holds the old array once the lock is released. */
+static int ma_placed_reset(struct ma_placed *c, unsigned nb)
+{
+	double *fresh = nb ? calloc(nb, sizeof(*fresh)) : NULL;
+	if (nb && !fresh)
+		return ENOMEM;
+	ma_spin_lock(&c->lock);
+	double *old = c->own;
+	c->own = fresh;
+	c->nb = nb;
+	c->gen++;
+	c->valid = 0;
+	ma_spin_unlock(&c->lock);
+	free(old);
+	return 0;
+}
+
+static void ma_placed_invalidate(struct ma_placed *c)
+{
+	ma_spin_lock(&c->lock);
+	c->gen++;
+	c->valid = 0;
+	ma_spin_unlock(&c->lock);
+}
+
+/* Fills own (nb_levels entries) with the load already placed on each item, not counting
+ * bubble `skip` (being submitted): the kept figures if they are recent enough, else a
+ * walk, which is then kept. */
+static void ma_placed_get(struct ma_placed *c, double *own, const struct ma_bubble *skip)
+{
+	unsigned nl = ma_rt.topo.nb_levels;
+	uint64_t now = ma_clock_ns();
+	ma_spin_lock(&c->lock);
+	int usable = c->valid && c->own && c->nb == nl;
+	/* While another walks, the previous figures do (they are only a little older). */
+	if (usable && (c->walking || now <= c->at_ns || now - c->at_ns <= MA_PLACED_REUSE * c->cost_ns)) {
+		memcpy(own, c->own, nl * sizeof(*own));
+		ma_spin_unlock(&c->lock);
+		return;
+	}
+	unsigned gen = c->gen;
+	int mine = !c->walking;
+	c->walking = 1;
+	ma_spin_unlock(&c->lock);
+
+	uint64_t cpu = ma_thread_cpu_ns();
+	unsigned visits = 0;
+	memset(own, 0, nl * sizeof(*own));
+	struct ma_bubble *r = ma_root_bubble;
+	ma_spin_lock(&r->hold.lock);
+	ma_placed_rec(r, own, skip, &visits);
+	ma_spin_unlock(&r->hold.lock);
+	cpu = ma_thread_cpu_ns() - cpu;
+
+	ma_spin_lock(&c->lock);
+	if (mine)
+		c->walking = 0;
+	if (visits < MA_PLACED_SMALL) {
+		c->valid = 0; /* a small tree: the next decision walks it again */
+	} else if (c->gen == gen && c->own && c->nb == nl && (!c->valid || c->at_ns <= now)) {
+		/* Not over figures reset meanwhile, nor over a walk that began later. */
+		memcpy(c->own, own, nl * sizeof(*own));
+		c->valid = 1;
+		c->at_ns = now;
+		c->cost_ns = cpu;
+	}
+	ma_spin_unlock(&c->lock);
+}
+
+/* What decided node x places, as the walk would count it once it is carried out (c
+ * locked). */
+static void ma_placed_add_rec(struct ma_placed *c, const struct ma_dnode *x)
+{
+	if (x->fixed_item >= 0) {
+		/* Stays where it is, members included (it was not part of the walk). */
+		if ((unsigned)x->fixed_item < c->nb)
+			c->own[x->fixed_item] += x->eff_load;
+		return;
+	}
+	if (x->item >= 0 && !x->burst)
+		c->own[x->item] += x->eff_load;
+	/* Members of a bubble kept closed are inside it, except fixed ones. */
+	for (unsigned i = 0; i < x->nb_children; i++)
+		ma_placed_add_rec(c, x->children[i]);
+}
+
+static void ma_placed_add(struct ma_placed *c, struct ma_dnode *const *top, unsigned n)
+{
+	ma_spin_lock(&c->lock);
+	if (c->valid && c->own && c->nb == ma_rt.topo.nb_levels)
+		for (unsigned i = 0; i < n; i++)
+			ma_placed_add_rec(c, top[i]);
+	ma_spin_unlock(&c->lock);
+}
+
+/* Closed bubble b placed whole on item `item` without a decision. */
+static void ma_placed_add_bubble(struct ma_placed *c, struct ma_bubble *b, unsigned item)
+{
+	ma_spin_lock(&b->hold.lock);
+	double load = ma_locked_load(b);
+	ma_spin_unlock(&b->hold.lock);
+	ma_spin_lock(&c->lock);
+	if (c->valid && c->own && item < c->nb)
+		c->own[item] += load;
+	ma_spin_unlock(&c->lock);
 }
 
 /* ---- executing a decision ---- */
@@ -271,12 +449,17 @@ static void ma_execute(struct ma_dnode *x)
 		ma_execute(x->children[i]);
 }
 
-/* Decides for view v below item `item` and executes. 0 or ENOMEM (nothing done). */
-static int ma_decide_and_execute(struct ma_view *v, unsigned item, const double *init, int memory)
+/* Decides for view v below item `item` and executes; what it places is added to the kept
+ * figures c (if not NULL) first, so that decisions made meanwhile count it. 0 or ENOMEM
+ * (nothing done). */
+static int ma_decide_and_execute(struct ma_view *v, unsigned item, const double *init, int memory,
+				 struct ma_placed *c)
 {
 	int err = ma_distrib_decide(&ma_rt.topo, item, v->top, v->nb_top, init, memory);
 	if (err)
 		return err;
+	if (c)
+		ma_placed_add(c, v->top, v->nb_top);
 	for (unsigned i = 0; i < v->nb_top; i++)
 		ma_execute(v->top[i]);
 	return 0;
@@ -296,26 +479,52 @@ static int ma_spread_deferred(void)
 	return atomic_load(&ma_spread_starting) && atomic_load(&ma_spread_starter) == ma_task_self();
 }
 
+/* The item a decision below `l`, which has a single VP, would take a closed bubble to:
+ * down the chain of children with VPs, to the last. */
+static const struct ma_level *ma_single_vp_bottom(const struct ma_level *l)
+{
+	for (;;) {
+		const struct ma_level *next = NULL;
+		for (unsigned i = 0; i < l->arity && !next; i++)
+			if (l->children[i]->nb_vps)
+				next = l->children[i];
+		if (!next)
+			return l;
+		l = next;
+	}
+}
+
 static void ma_spread_submit_common(struct ma_bubble *b, int memory)
 {
+	struct ma_placed *c = ma_placed_of(memory);
 	struct ma_bubble *p = ma_entity_parent(&b->e);
 	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
 	struct ma_runqueue *prq = h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0];
-	/* Before sched_begin a bubble waits where its parent is; a VP's own queue has
-	 * nothing below it. */
-	if (!atomic_load(&ma_sched_begun) || ma_spread_deferred() || prq->vp >= 0) {
+	/* Before sched_begin a bubble waits where its parent is. */
+	if (!atomic_load(&ma_sched_begun) || ma_spread_deferred()) {
 		ma_bubble_place(b, prq);
 		return;
 	}
+	/* A VP's own queue has nothing below it. Below an item with one VP (or none), a
+	 * decision only takes a bubble down the chain of items with that VP, whole (a single
+	 * child gets all of the load, and nothing bursts to fill children), unless the
+	 * bubble's own level is met on the way: no view is needed. */
+	struct ma_runqueue *to = NULL;
+	if (prq->vp >= 0)
+		to = prq;
+	else if (prq->level->nb_vps <= 1 && !__atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED))
+		to = &ma_rt.rqs[ma_single_vp_bottom(prq->level)->id];
+	if (to) {
+		ma_bubble_place(b, to);
+		ma_placed_add_bubble(c, b, to->level->id);
+		return;
+	}
 	struct ma_view v;
-	double *own = calloc(ma_rt.topo.nb_levels, sizeof(*own));
+	double *own = malloc(ma_rt.topo.nb_levels * sizeof(*own));
 	int err = own ? ma_view_build(&v, b, memory) : ENOMEM;
 	if (!err) {
-		struct ma_bubble *r = ma_root_bubble;
-		ma_spin_lock(&r->hold.lock);
-		ma_placed_rec(r, own, b);
-		ma_spin_unlock(&r->hold.lock);
-		err = ma_decide_and_execute(&v, prq->level->id, own, memory);
+		ma_placed_get(c, own, b);
+		err = ma_decide_and_execute(&v, prq->level->id, own, memory, c);
 	}
 	if (own)
 		ma_view_free(&v);
@@ -372,9 +581,43 @@ static void ma_spread_start_common(int memory)
 	struct ma_view v;
 	int err = ma_view_build(&v, NULL, memory);
 	if (!err)
-		err = ma_decide_and_execute(&v, 0, NULL, memory);
+		err = ma_decide_and_execute(&v, 0, NULL, memory, NULL);
 	ma_view_free(&v);
 	(void)err; /* out of memory: everything stays where it was, still scheduled */
+	/* Everything moved: the next submit walks. */
+	ma_placed_invalidate(ma_placed_of(memory));
+}
+
+/* Without room for the figures, every submit walks: slower, not wrong. */
+static int ma_spread_init_common(int memory)
+{
+	(void)ma_placed_reset(ma_placed_of(memory), ma_rt.topo.nb_levels);
+	return 0;
+}
+
+static void ma_spread_exit_common(int memory)
+{
+	(void)ma_placed_reset(ma_placed_of(memory), 0);
+}
+
+static int ma_spread_init(void)
+{
+	return ma_spread_init_common(0);
+}
+
+static void ma_spread_exit(void)
+{
+	ma_spread_exit_common(0);
+}
+
+static int ma_memory_init(void)
+{
+	return ma_spread_init_common(1);
+}
+
+static void ma_memory_exit(void)
+{
+	ma_spread_exit_common(1);
 }
 
 static void ma_spread_start(void)
@@ -401,6 +644,8 @@ const struct ma_strategy ma_strategy_spread = {
 	.name = "spread",
 	.description = "recursive greedy distribution of the load statistic over the levels, bursting only "
 		       "bubbles too big for one child",
+	.init = ma_spread_init,
+	.exit = ma_spread_exit,
 	.start = ma_spread_start,
 	.submit = ma_spread_submit,
 };
@@ -409,6 +654,8 @@ const struct ma_strategy ma_strategy_memory = {
 	.name = "memory",
 	.description = "a bubble goes to the NUMA node holding most of its attached memory; the rest is "
 		       "balanced by load",
+	.init = ma_memory_init,
+	.exit = ma_memory_exit,
 	.start = ma_memory_start,
 	.submit = ma_memory_submit,
 };

@@ -59,13 +59,13 @@ static void start(const char *topology, const char *sched)
 	nb_groups = 0;
 }
 
-/* A bubble of n busy threads (created, not started until the bubble is woken). */
-static struct group *group(unsigned n, int level)
+/* Makes g (slot id) a bubble of n threads running fn(arg), created, not started until
+ * the bubble is woken. */
+static struct group *group_fill(struct group *g, unsigned id, unsigned n, int level, marcel_func_t fn, any_t arg)
 {
-	struct group *g = &groups[nb_groups++];
 	memset(g, 0, sizeof(*g));
 	ck_assert_int_eq(marcel_bubble_init(&g->b), 0);
-	ck_assert_int_eq(marcel_bubble_setid(&g->b, (int)nb_groups - 1), 0);
+	ck_assert_int_eq(marcel_bubble_setid(&g->b, (int)id), 0);
 	ck_assert_int_eq(marcel_bubble_setprio(&g->b, MA_BATCH_PRIO), 0);
 	ck_assert_int_eq(marcel_bubble_setschedlevel(&g->b, level), 0);
 	marcel_attr_t a;
@@ -74,9 +74,16 @@ static struct group *group(unsigned n, int level)
 	ck_assert_int_eq(marcel_attr_setprio(&a, MA_BATCH_PRIO), 0);
 	g->nb = n;
 	for (unsigned i = 0; i < n; i++)
-		ck_assert_int_eq(marcel_create(&g->t[i], &a, busy, NULL), 0);
+		ck_assert_int_eq(marcel_create(&g->t[i], &a, fn, arg), 0);
 	ck_assert_int_eq(marcel_attr_destroy(&a), 0);
 	return g;
+}
+
+/* A bubble of n busy threads (created, not started until the bubble is woken). */
+static struct group *group(unsigned n, int level)
+{
+	nb_groups++;
+	return group_fill(&groups[nb_groups - 1], nb_groups - 1, n, level, busy, NULL);
 }
 
 static void wake_all(void)
@@ -294,6 +301,121 @@ START_TEST(test_spread_balanced)
 }
 END_TEST
 
+/* ---- what a submit counts as already placed ---- */
+
+/* Groups that can be stopped one by one (busy stops on the global flag too). */
+static atomic_int group_stop[NB_MAX];
+
+static any_t busy_until(any_t arg)
+{
+	atomic_int *own_stop = arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed) &&
+	       !atomic_load_explicit(own_stop, memory_order_relaxed)) {
+		for (volatile int i = 0; i < 200; i++)
+			;
+		atomic_fetch_add_explicit(&spins, 1, memory_order_relaxed);
+		marcel_yield();
+	}
+	return NULL;
+}
+
+/* Like group(), into slot i (which may be reused once its group was joined). */
+static struct group *group_at(unsigned i, unsigned n, int level)
+{
+	atomic_store(&group_stop[i], 0);
+	struct group *g = group_fill(&groups[i], i, n, level, busy_until, &group_stop[i]);
+	if (i >= nb_groups)
+		nb_groups = i + 1;
+	return g;
+}
+
+/* spread keeps what it counted as placed between decisions when the tree is big (more
+ * bubbles than it walks at every decision: strategies/spread.c). With 256 empty bubbles
+ * besides, 4 groups woken one by one still get a node each, and when one group ends, a
+ * group woken a while later takes the node it left: what the core changed is seen. */
+START_TEST(test_spread_submit_big_tree)
+{
+	static marcel_bubble_t fill[256];
+	start("numa:4 core:4", "spread");
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	for (unsigned i = 0; i < 256; i++) {
+		ck_assert_int_eq(marcel_bubble_init(&fill[i]), 0);
+		ck_assert_int_eq(marcel_wake_up_bubble(&fill[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		group_at(i, 4, MARCEL_LEVEL_NUMA);
+	wake_all();
+	expect_placement(numa_apart);
+
+	struct group *g = &groups[2];
+	atomic_store(&group_stop[2], 1);
+	for (unsigned k = 0; k < g->nb; k++)
+		ck_assert_int_eq(marcel_join(g->t[k], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&g->b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&g->b), 0);
+	marcel_usleep(200000);
+	g = group_at(2, 4, MARCEL_LEVEL_NUMA);
+	ck_assert_int_eq(marcel_wake_up_bubble(&g->b), 0);
+	expect_placement(numa_apart);
+
+	for (unsigned i = 0; i < 256; i++) {
+		ck_assert_int_eq(marcel_bubble_join(&fill[i]), 0);
+		ck_assert_int_eq(marcel_bubble_destroy(&fill[i]), 0);
+	}
+	finish();
+}
+END_TEST
+
+/* Every thread of every group within one item of `kind`, the same one for all. */
+static int groups_together(const struct marcel_snapshot *s, unsigned kind, char *why, size_t n)
+{
+	int where = -1;
+	for (unsigned i = 0; i < nb_groups; i++)
+		for (unsigned j = 0; j < groups[i].nb; j++) {
+			int q = thread_place(s, groups[i].t[j], kind, why, n);
+			if (q < 0)
+				return 0;
+			if (where >= 0 && q != where) {
+				snprintf(why, n, "bubble %u runs on %s, another on %s", i, s->queues[q].name,
+					 s->queues[where].name);
+				return 0;
+			}
+			where = q;
+		}
+	return 1;
+}
+
+static int one_core(const struct marcel_snapshot *s, char *why, size_t n)
+{
+	return groups_together(s, MARCEL_LEVEL_CORE, why, n);
+}
+
+/* A bubble woken inside a bubble burst on a core (its level) stays on that core, whole:
+ * below an item with one VP there is nothing to decide. */
+START_TEST(test_spread_submit_below_core)
+{
+	start("numa:4 core:4", "spread");
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	struct group *outer = group_at(0, 1, MARCEL_LEVEL_CORE);
+	ck_assert_int_eq(marcel_wake_up_bubble(&outer->b), 0);
+	expect_placement(one_core);
+	struct group *inner = group_at(1, 3, 0);
+	/* Inserted into a woken bubble, it is woken there. */
+	ck_assert_int_eq(marcel_bubble_insertbubble(&outer->b, &inner->b), 0);
+	expect_placement(one_core);
+	/* finish(), inner first: outer cannot be destroyed while inner is still its member. */
+	atomic_store(&stop, 1);
+	for (unsigned i = nb_groups; i-- > 0;) {
+		struct group *g = &groups[i];
+		for (unsigned j = 0; j < g->nb; j++)
+			ck_assert_int_eq(marcel_join(g->t[j], NULL), 0);
+		ck_assert_int_eq(marcel_bubble_join(&g->b), 0);
+		ck_assert_int_eq(marcel_bubble_destroy(&g->b), 0);
+	}
+	marcel_end();
+}
+END_TEST
+
 /* ---- memory ---- */
 
 static int nodes_of_memory(const struct marcel_snapshot *s, char *why, size_t n)
@@ -359,6 +481,8 @@ int main(void)
 	tcase_add_test(tc, test_spread_numa_begin);
 	tcase_add_test(tc, test_spread_numa_submit);
 	tcase_add_test(tc, test_spread_balanced);
+	tcase_add_test(tc, test_spread_submit_big_tree);
+	tcase_add_test(tc, test_spread_submit_below_core);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("memory");
