@@ -446,9 +446,10 @@ START_TEST(regeneration)
 	int left = 0;
 	for (int i = 0; i < 4; i++)
 		left += !group_stop[i];
-	/* The survivors must reach the emptied node within two slices. */
+	/* The survivors must reach the emptied node within a few slices (two on a quiet
+	 * machine; 8 VPs on 2 loaded cores take more). */
 	int reached = left == 0;
-	for (long waited = 0; waited < (long)(2 * slice_us) * scale + 20000 && !reached; waited += 5000) {
+	for (long waited = 0; waited < (long)(5 * slice_us) * scale + 50000 && !reached; waited += 5000) {
 		marcel_usleep(5000);
 		struct marcel_snapshot *s = marcel_sched_snapshot();
 		ck_assert_ptr_nonnull(s);
@@ -458,7 +459,7 @@ START_TEST(regeneration)
 				reached = 1;
 		marcel_sched_snapshot_free(s);
 	}
-	ck_assert_msg(reached, "NUMA item %d stayed idle for more than two bubble time slices", node);
+	ck_assert_msg(reached, "NUMA item %d stayed idle for more than five bubble time slices", node);
 	for (int i = 0; i < 4; i++)
 		__atomic_store_n(&group_stop[i], 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 16; i++)
