@@ -735,6 +735,12 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 	 * this move before it is done. */
 	if (what == MA_PICK_MOVE && to)
 		atomic_fetch_add_explicit(&to->nr_incoming, 1, memory_order_relaxed);
+	/* Queued, b cannot be destroyed yet (a destroy needs it unplaced, which takes rq's
+	 * lock); once rq is unlocked its last thread may end and its joiner destroy it and
+	 * reuse the storage (a bubble on a stack) while we burst or move it: the reference
+	 * makes marcel_bubble_destroy wait. ThreadSanitizer caught the move reading a
+	 * destroyed stack bubble; under gang, bursts of one made workers spin for ever. */
+	ma_bubble_ref(b);
 	ma_spin_unlock(&rq->hold.lock);
 	if (what == MA_PICK_BURST)
 		ma_bubble_burst(b, rq);
@@ -742,5 +748,6 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 		ma_entity_move(&b->e, to);
 		atomic_fetch_sub_explicit(&to->nr_incoming, 1, memory_order_relaxed);
 	}
+	ma_bubble_unref(b);
 	return NULL;
 }
