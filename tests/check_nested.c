@@ -223,14 +223,6 @@ START_TEST(test_deep)
 }
 END_TEST
 
-/* Under gang a bubble per level hangs now and then on 16 VPs (a destroyed bubble still
- * picked from a queue: doc/design.md, Known problems): the examples run there without
- * bubbles until that is fixed. */
-static int gang_hang(const char *strategy)
-{
-	return !strcmp(strategy, "gang");
-}
-
 START_TEST(test_strategies)
 {
 	const long n = scaled(5000, 500), sum_n = scaled(300, 60);
@@ -239,13 +231,12 @@ START_TEST(test_strategies)
 	for (unsigned s = 0; s < sizeof(strategies) / sizeof(strategies[0]); s++)
 		for (int synth = 0; synth < 2; synth++) {
 			snprintf(env, sizeof(env), "MARCEL_BUBBLE_SCHEDULER=%s %s", strategies[s], synth ? SYNTH : "");
-			int flat = gang_hang(strategies[s]);
-			unsigned vps = expect_sum(env, flat ? "--no-bubbles" : "", sum_n, 1);
+			unsigned vps = expect_sum(env, "", sum_n, 1);
 			if (synth)
 				ck_assert_uint_eq(vps, 8);
-			expect_sum(env, flat ? "--no-seeds --no-bubbles" : "--no-seeds", sum_n, 1);
-			expect_sorted(env, flat ? "--no-bubbles" : "", n, 50, "quick", 3, want);
-			expect_sorted(env, flat ? "--no-seeds --no-bubbles" : "--no-seeds", n, 50, "merge", 3, want);
+			expect_sum(env, "--no-seeds", sum_n, 1);
+			expect_sorted(env, "", n, 50, "quick", 3, want);
+			expect_sorted(env, "--no-seeds", n, 50, "merge", 3, want);
 		}
 }
 END_TEST
