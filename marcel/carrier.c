@@ -127,8 +127,9 @@ static void ma_carrier_finish(struct marcel_task *from)
 				*p = ma_main_carrier->next_spare;
 				break;
 			}
+		/* Not ->vp: the main carrier may still be running another VP, which it took
+		 * with that field, and only the command orders what it reads next. */
 		ma_main_carrier->task = from;
-		ma_main_carrier->vp = &ma_rt.workers[0];
 		ma_carrier_post(ma_main_carrier, MA_CMD_RUN_TASK);
 		ma_spin_unlock(&ma_carrier_lock);
 	}
@@ -157,7 +158,8 @@ static void ma_carrier_loop(struct ma_carrier *c, struct marcel_task *from)
 			from = ma_carrier_run_vp(c, c->vp);
 			break;
 		case MA_CMD_RUN_TASK:
-			from = ma_carrier_run_task(c, c->task, c->vp);
+			/* Only main coming home posts it, and main comes home to VP 0. */
+			from = ma_carrier_run_task(c, c->task, &ma_rt.workers[0]);
 			break;
 		default:
 			return;
