@@ -8,9 +8,12 @@
 #include "ma_strategy.h"
 #include "ma_trace.h"
 
-marcel_bubble_t marcel_root_bubble;
+/* Lines of their own: the tree lock is written by every VP at every structural change,
+ * which would otherwise take away whatever shares its line (the root's entity, read by
+ * walks up the tree) from the other VPs each time. */
+marcel_bubble_t marcel_root_bubble __attribute__((aligned(64)));
 struct ma_bubble *const ma_root_bubble = (struct ma_bubble *)(void *)&marcel_root_bubble;
-ma_spinlock_t ma_bubble_tree_lock;
+ma_spinlock_t ma_bubble_tree_lock __attribute__((aligned(64)));
 __thread int ma_tree_held;
 
 static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e);
@@ -34,7 +37,7 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	ma_spin_init(&b->cnt_lock);
 	ma_spin_init(&b->regen_lock);
 	b->id = -1;
-	b->uid = MA_TRACE_BUBBLE_TAG | (atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1);
+	b->uid = MA_TRACE_BUBBLE_TAG | ma_new_id(ma_worker_self());
 	atomic_init(&b->status, MA_BUBBLE_CLOSED);
 	ma_list_init(&b->members);
 	ma_list_init(&b->cache);
@@ -90,18 +93,24 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
-	ma_tree_lock();
-	/* Put back in the root by a removal or a wake-up, not by the application: that one
-	 * membership does not keep it. */
-	if (b->e.natural_holder == &ma_root_bubble->hold && !b->e.explicit_member && !b->woken)
-		ma_member_remove(ma_root_bubble, &b->e);
+	/* Out of the tree (joined, or never woken): no membership changes, so no tree lock,
+	 * which a recursion that destroys a bubble per level would take from every VP. */
+	int in_tree = ma_entity_parent(&b->e) != NULL;
+	if (in_tree) {
+		ma_tree_lock();
+		/* Put back in the root by a removal or a wake-up, not by the application: that
+		 * one membership does not keep it. */
+		if (b->e.natural_holder == &ma_root_bubble->hold && !b->e.explicit_member && !b->woken)
+			ma_member_remove(ma_root_bubble, &b->e);
+	}
 	ma_spin_lock(&b->hold.lock);
 	int busy = b->nb_members || b->e.natural_holder || b->joining ||
 		   atomic_load(&b->status) == MA_BUBBLE_CLOSING || b->queued;
 	if (!busy)
 		b->magic = MA_BUBBLE_DESTROYED;
 	ma_spin_unlock(&b->hold.lock);
-	ma_tree_unlock();
+	if (in_tree)
+		ma_tree_unlock();
 	if (busy)
 		return EBUSY;
 	ma_estimates_quiesce();
@@ -177,41 +186,87 @@ struct ma_zeroed {
 	unsigned n;
 };
 
-/* Adds delta threads to b and its ancestors (the root excepted: it cannot be joined and
- * every thread would write its counter). Each step reads the next parent under the count
- * lock of the bubble it just counted in, which is where a move changes that parent
- * (ma_member_transfer): the walk follows either the old chain or the new one, and the
- * move transfers exactly what it saw. */
-static void ma_count_threads(struct ma_bubble *b, long delta, struct ma_zeroed *z)
+/*
+ * Thread counts (nb_threads_sub), for joins and for the strategies' estimates.
+ *
+ * A bubble counts its own threads plus, for each sub-bubble, that sub-bubble's count
+ * capped at ma_count_cap. A change therefore goes up only while the capped value of the
+ * bubble it reaches changes: creating and ending a thread touches its own bubble and a
+ * few above it, not every ancestor. Counting every ancestor cost sumtime's nested
+ * recursion a lock and an atomic add per level on every create and every exit (60% of
+ * its time, 17 levels deep). The count is still 0 exactly when the subtree holds no
+ * thread (what join waits for), and exact up to the cap (what strategies compare with
+ * numbers of VPs); above it, it is a lower bound that is at least the cap.
+ *
+ * A sub-bubble's changes reach its parent in the order they happened: each goes up with
+ * the sub-bubble's count lock held until the parent's is taken (hand over hand, child
+ * before parent), and a change of parent happens under that same lock, with what the
+ * bubble brings added to its new parent (or taken from the old one) before the lock is
+ * released. Otherwise a parent could see a sub-bubble's -1 before its +1, drop to 0 with
+ * threads still inside, and release its joiner.
+ */
+static long ma_count_cap = 1;
+
+static long ma_count_capped(long n)
 {
-	for (struct ma_bubble *x = b; x && x->counted;) {
-		ma_spin_lock(&x->cnt_lock);
-		/* Sequentially consistent, like the joiner's store of joining then load of the
-		 * count: one of the two sides sees the other. */
-		long now = atomic_fetch_add(&x->nb_threads_sub, delta) + delta;
+	return n < ma_count_cap ? n : ma_count_cap;
+}
+
+/* Adds delta to x's count, x->cnt_lock held (released on return), and carries the
+ * change of x's capped count up. The root is not counted: nobody can join it, and every
+ * thread would write its counter. */
+static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z)
+{
+	for (;;) {
+		long old = atomic_load_explicit(&x->nb_threads_sub, memory_order_relaxed);
+		long now = old + delta;
+		if (now) {
+			atomic_store_explicit(&x->nb_threads_sub, now, memory_order_relaxed);
+		} else {
+			/* Sequentially consistent, like the joiner's store of joining then load of
+			 * the count: one of the two sides sees the other. */
+			atomic_store(&x->nb_threads_sub, now);
+			if (z && z->n < 16 && atomic_load(&x->joining))
+				z->x[z->n++] = x;
+		}
+		long up = ma_count_capped(now) - ma_count_capped(old);
 		struct ma_bubble *p = ma_entity_parent(&x->e);
+		if (!up || !p || !p->counted) {
+			ma_spin_unlock(&x->cnt_lock);
+			return;
+		}
+		ma_spin_lock(&p->cnt_lock);
 		ma_spin_unlock(&x->cnt_lock);
-		if (z && now == 0 && z->n < 16 && atomic_load(&x->joining))
-			z->x[z->n++] = x;
 		x = p;
+		delta = up;
 	}
 }
 
-/* Sets e's parent to h (NULL: none) and returns the threads e brings along. For a bubble
- * both happen under its count lock: a count that went through it before is in what we
- * return and still propagates along the old chain, one after goes along the new chain. */
-static long ma_entity_reparent(struct ma_entity *e, struct ma_holder *h)
+/* Sets e's parent to b (added: 1) or takes it out of b (added: 0) and counts what e
+ * brings along in b (and above). */
+static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int added, struct ma_zeroed *z)
 {
+	struct ma_holder *h = added ? &b->hold : NULL;
 	if (e->type == MA_TASK_ENTITY) {
+		/* Threads change bubbles under the bubbles' locks, which the callers hold. */
 		__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
-		return 1;
+		if (b->counted) {
+			ma_spin_lock(&b->cnt_lock);
+			ma_count_locked(b, added ? 1 : -1, z);
+		}
+		return;
 	}
 	struct ma_bubble *s = ma_bubble_of_entity(e);
 	ma_spin_lock(&s->cnt_lock);
-	long n = atomic_load(&s->nb_threads_sub);
+	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
 	__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
+	if (n && b->counted) {
+		ma_spin_lock(&b->cnt_lock);
+		ma_spin_unlock(&s->cnt_lock);
+		ma_count_locked(b, added ? n : -n, z);
+		return;
+	}
 	ma_spin_unlock(&s->cnt_lock);
-	return n;
 }
 
 /* Wakes the joiners of bubbles that became empty of threads (no lock held). */
@@ -229,13 +284,62 @@ static void ma_wake_zeroed(struct ma_zeroed *z)
 	}
 }
 
+/*
+ * The tree lock and sub-bubbles. A sub-bubble enters or leaves a bubble under the tree
+ * lock, except in the moves every level of a nested recursion makes, which skip it when
+ * nobody holds it: a wake-up putting a bubble with no parent and no sub-bubble into the
+ * caller's bubble, the creation of a children bubble (ma_member_add_untreed), and a join
+ * or a free taking a bubble out of its parent (ma_member_remove_cpu). Each checks, under
+ * the parent's lock (and, to insert, the moving bubble's count lock, under which every
+ * change of parent happens), that the tree lock is free:
+ * - what holds the tree lock to keep the tree still reads a bubble's parent under that
+ *   bubble's count lock (insertentity) or a member list under its bubble's lock
+ *   (ma_start_born_rec, the snapshot), after taking the tree lock: had it done so before
+ *   the check, the check would have seen the tree lock taken (it is released only once
+ *   that walk is done), and if after, it sees the move done;
+ * - the move itself touches only the parent and the moving bubble, ancestor first.
+ * The barrier's count walks member lists with the tree lock alone, as it already did
+ * while threads come and go. The tree lock, taken by every VP at every level, cost a
+ * recursion on 2 VPs all of what the second VP brought.
+ */
+
+/* Whether someone holds the tree lock. */
+static int ma_tree_busy(void)
+{
+	return atomic_load_explicit(&ma_bubble_tree_lock.locked, memory_order_relaxed) != 0;
+}
+
+/* Links bubble s, which has no parent, into p's members (p locked) without the tree lock:
+ * 0 if s has a parent or the tree lock is taken (nothing done). */
+static int ma_member_add_untreed(struct ma_bubble *p, struct ma_bubble *s, int explicit_member)
+{
+	ma_spin_lock(&s->cnt_lock);
+	if (s->e.natural_holder || ma_tree_busy()) {
+		ma_spin_unlock(&s->cnt_lock);
+		return 0;
+	}
+	ma_list_add_tail(&p->members, &s->e.member_node);
+	p->nb_members++;
+	s->e.explicit_member = (unsigned char)explicit_member;
+	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
+	__atomic_store_n(&s->e.natural_holder, &p->hold, __ATOMIC_RELEASE);
+	if (n && p->counted) {
+		ma_spin_lock(&p->cnt_lock);
+		ma_spin_unlock(&s->cnt_lock);
+		ma_count_locked(p, n, NULL);
+	} else {
+		ma_spin_unlock(&s->cnt_lock);
+	}
+	return 1;
+}
+
 /* Links e into b's members (b locked). */
 static void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member)
 {
 	ma_list_add_tail(&b->members, &e->member_node);
 	b->nb_members++;
 	e->explicit_member = (unsigned char)explicit_member;
-	ma_count_threads(b, ma_entity_reparent(e, &b->hold), NULL);
+	ma_entity_reparent(b, e, 1, NULL);
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
 		b->nb_born_threads++;
 }
@@ -248,7 +352,7 @@ static void ma_member_del(struct ma_bubble *b, struct ma_entity *e, struct ma_ze
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
 		b->nb_born_threads--;
 	e->explicit_member = 0;
-	ma_count_threads(b, -ma_entity_reparent(e, NULL), z);
+	ma_entity_reparent(b, e, 0, z);
 }
 
 /* What b's emptiness calls for, decided under b's lock (so exactly one party acts): the
@@ -274,14 +378,26 @@ static void ma_bubble_free_now(struct ma_bubble *cb);
 
 /* Removes e from b if it is still there: 1 if it was, and then credits b with cpu_ns (what
  * an ended thread or a freed bubble consumed). Wakes b's joiner or frees b when that
- * empties it. */
-static int ma_member_remove_cpu(struct ma_bubble *b, struct ma_entity *e, unsigned long long cpu_ns)
+ * empties it.
+ *
+ * untreed: the caller does not hold the tree lock, which removing a sub-bubble needs
+ * unless nobody holds it (see above; -1 is returned, nothing done, if someone does). What
+ * the tree lock keeps still for a removal is the walks that keep their place in a member
+ * list across that list's lock (ma_start_born_rec, the barrier's count): one that read b's
+ * list before we locked b took the tree lock before, and we see it taken; one that reads
+ * it after we unlock b does not see e. */
+static int ma_member_remove_cpu(struct ma_bubble *b, struct ma_entity *e, unsigned long long cpu_ns,
+				int untreed)
 {
 	int free_it;
 	ma_spin_lock(&b->hold.lock);
 	if (ma_entity_parent(e) != b) {
 		ma_spin_unlock(&b->hold.lock);
 		return 0;
+	}
+	if (untreed && e->type == MA_BUBBLE_ENTITY && ma_tree_busy()) {
+		ma_spin_unlock(&b->hold.lock);
+		return -1;
 	}
 	/* Written under b's lock only (no atomic add on a line every exit of b touches). */
 	if (cpu_ns)
@@ -305,7 +421,7 @@ static int ma_member_remove_cpu(struct ma_bubble *b, struct ma_entity *e, unsign
  * that empties it. */
 static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e)
 {
-	return ma_member_remove_cpu(b, e, 0);
+	return ma_member_remove_cpu(b, e, 0, 0);
 }
 
 /* Moves a thread out of wherever it is scheduled into its new bubble's unit: it follows
@@ -347,11 +463,24 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 			return ESRCH;
 	}
 	ma_tree_lock();
-	if (e->type == MA_BUBBLE_ENTITY && ma_bubble_is_within(b, ma_bubble_of_entity(e))) {
-		ma_tree_unlock();
-		return EINVAL;
+	struct ma_bubble *old;
+	if (e->type == MA_BUBBLE_ENTITY) {
+		/* b's chain and e's parent are read under the locks a move without the tree
+		 * lock takes (see ma_member_add_untreed). */
+		struct ma_bubble *sub = ma_bubble_of_entity(e);
+		ma_spin_lock(&b->hold.lock);
+		int cycle = ma_bubble_is_within(b, sub);
+		ma_spin_unlock(&b->hold.lock);
+		if (cycle) {
+			ma_tree_unlock();
+			return EINVAL;
+		}
+		ma_spin_lock(&sub->cnt_lock);
+		old = ma_entity_parent(e);
+		ma_spin_unlock(&sub->cnt_lock);
+	} else {
+		old = ma_entity_parent(e);
 	}
-	struct ma_bubble *old = ma_entity_parent(e);
 	if (old == b) {
 		e->explicit_member = 1;
 		ma_tree_unlock();
@@ -468,14 +597,117 @@ static void ma_mark_woken(struct ma_bubble *x)
 	MA_TRACE(MA_TR_BUBBLE_WAKE, x->uid, 0, NULL);
 }
 
+/* One pass of a wake-up over bubble b's members, b locked: its born threads started
+ * (queued once b is unlocked, by ma_bubble_wake_finish). */
+enum { MA_WAKE_BATCH = 64 };
+struct ma_wake_pass {
+	struct marcel_task *ready[MA_WAKE_BATCH];
+	unsigned n;
+	int subs;                         /* b has a sub-bubble: the pass stopped there */
+	int own;                          /* b must be handed to ma_bubble_resettle */
+};
+
+/* A bubble of threads only (a level of a recursion) is marked and its threads started in
+ * one pass under its lock, without the tree lock, which only a walk through sub-bubbles
+ * needs. Marked in the same pass, so that a sub-bubble inserted after it is woken by its
+ * insertion, and one inserted before sends the wake-up the whole way (ma_mark_woken,
+ * ma_bubble_start_born). */
+static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
+{
+	wp->n = 0;
+	b->woken = 1;
+	/* Part of a closed unit above it: its threads start in that unit's cache, and it has
+	 * nothing of its own to hand to the unit (ma_bubble_absorb) unless something waits
+	 * for it, or is scheduled, in b itself. A concurrent burst or gather of the unit
+	 * retargets what we start, as it does any thread of its. Where b's members go
+	 * (ma_bubble_holder_for_member, a walk up the tree) is read from a thread started
+	 * there when there is one. */
+	wp->own |= b->e.sched_holder || b->queued || !ma_list_empty(&b->cache);
+	struct ma_holder *h = NULL;
+	for (struct ma_list *l = b->members.next; l != &b->members && wp->n < MA_WAKE_BATCH; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_BUBBLE_ENTITY) {
+			wp->subs = 1;
+			return;
+		}
+		struct marcel_task *t = ma_task_of_entity(m);
+		if (b->nb_born_threads && atomic_load(&t->state) == MA_TASK_BORN) {
+			ma_bubble_start_locked(b, t, NULL);
+			wp->ready[wp->n++] = t;
+			if (!t->placed)
+				h = __atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED);
+		}
+		wp->own |= __atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED) == &b->hold;
+	}
+	if (!h)
+		h = ma_bubble_holder_for_member(b);
+	wp->own |= h == &b->hold || h->type != MA_BUBBLE_HOLDER;
+}
+
+/* The rest of b's wake-up after a first pass (b unlocked): queues what the passes
+ * started, walks the sub-bubbles if there are any, then places b. */
+static void ma_bubble_wake_finish(struct ma_bubble *b, struct ma_wake_pass *wp)
+{
+	for (;;) {
+		for (unsigned i = 0; i < wp->n; i++)
+			ma_entity_enqueue(&wp->ready[i]->e);
+		if (wp->subs || wp->n < MA_WAKE_BATCH)
+			break;
+		ma_spin_lock(&b->hold.lock);
+		ma_wake_pass_locked(b, wp);
+		ma_spin_unlock(&b->hold.lock);
+	}
+	if (wp->subs) {
+		/* Marked first, so that threads started below find their bubbles woken; until
+		 * b is placed its whole subtree is one closed unit and they wait in its cache. */
+		ma_mark_woken(b);
+		ma_bubble_start_born(b);
+	} else {
+		MA_TRACE(MA_TR_BUBBLE_WAKE, b->uid, 0, NULL);
+	}
+	if (wp->subs || wp->own)
+		ma_bubble_resettle(b);
+}
+
 /* Marks b's subtree woken and starts its created-not-started threads, then places b. */
 static void ma_bubble_wake_tree(struct ma_bubble *b)
 {
-	/* Marked first, so that threads started below find their bubbles woken; until b is
-	 * placed its whole subtree is one closed unit and they wait in its cache. */
-	ma_mark_woken(b);
-	ma_bubble_start_born(b);
-	ma_bubble_resettle(b);
+	struct ma_wake_pass wp;
+	wp.subs = wp.own = 0; /* no initializer: it would clear the whole array at every wake-up */
+	ma_spin_lock(&b->hold.lock);
+	ma_wake_pass_locked(b, &wp);
+	ma_spin_unlock(&b->hold.lock);
+	ma_bubble_wake_finish(b, &wp);
+}
+
+/* The wake-up of a level of a recursion: b, with no parent and no sub-bubble, goes into
+ * the caller's woken bubble without the tree lock (see ma_member_add_untreed), and its
+ * first pass (ma_wake_pass_locked) is made under the same locks. 1 if done, -1 if b was
+ * woken already, 0 if the tree lock is needed. */
+static int ma_bubble_wake_untreed(struct ma_bubble *b, struct ma_wake_pass *wp)
+{
+	struct marcel_task *self = ma_task_self();
+	struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;
+	if (!p)
+		return 0;
+	int done = 0;
+	ma_spin_lock(&p->hold.lock);
+	ma_spin_lock(&b->hold.lock);
+	if (b->woken) {
+		done = -1;
+	} else if (p->woken && ma_entity_parent(&self->e) == p) {
+		int subs = 0;
+		for (struct ma_list *l = b->members.next; l != &b->members && !subs; l = l->next)
+			subs = ma_container_of(l, struct ma_entity, member_node)->type == MA_BUBBLE_ENTITY;
+		done = !subs && ma_member_add_untreed(p, b, 1);
+		if (done)
+			ma_wake_pass_locked(b, wp);
+	}
+	ma_spin_unlock(&b->hold.lock);
+	ma_spin_unlock(&p->hold.lock);
+	if (done > 0)
+		MA_TRACE(MA_TR_BUBBLE_INSERT, p->uid, b->uid, NULL);
+	return done;
 }
 
 int marcel_wake_up_bubble(marcel_bubble_t *pub)
@@ -485,12 +717,28 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
+	struct ma_wake_pass wp;
+	wp.subs = wp.own = 0; /* no initializer: it would clear the whole array at every wake-up */
+	int quick = ma_bubble_wake_untreed(b, &wp);
+	if (quick) {
+		if (quick < 0)
+			return EALREADY;
+		ma_bubble_wake_finish(b, &wp);
+		return 0;
+	}
 	ma_tree_lock();
-	if (b->woken) {
+	/* Read under the locks a wake-up without the tree lock writes them under. */
+	ma_spin_lock(&b->hold.lock);
+	int woken = b->woken;
+	ma_spin_unlock(&b->hold.lock);
+	ma_spin_lock(&b->cnt_lock);
+	int parentless = !b->e.natural_holder;
+	ma_spin_unlock(&b->cnt_lock);
+	if (woken) {
 		ma_tree_unlock();
 		return EALREADY;
 	}
-	if (!b->e.natural_holder) {
+	if (parentless) {
 		struct marcel_task *self = ma_task_self();
 		struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;
 		if (!p)
@@ -502,8 +750,11 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	}
 	struct ma_bubble *p = ma_entity_parent(&b->e);
 	int parent_woken = p->woken;
-	if (!parent_woken)
+	if (!parent_woken) {
+		ma_spin_lock(&b->hold.lock);
 		b->woken = 1; /* runs when its parent is woken */
+		ma_spin_unlock(&b->hold.lock);
+	}
 	ma_tree_unlock();
 	if (parent_woken)
 		ma_bubble_wake_tree(b);
@@ -521,46 +772,68 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 	if (!ma_rt.running)
 		return EPERM;
 	struct marcel_task *self = ma_task_self();
-	if (self) {
+	struct ma_bubble *sp = self ? ma_entity_parent(&self->e) : NULL;
+	/* A sub-bubble of our own bubble (a level joining the bubble it woke) cannot hold
+	 * us: no walk up the tree, nor the tree lock it needs. */
+	if (sp && ma_entity_parent(&b->e) != sp) {
 		ma_tree_lock();
-		struct ma_bubble *p = ma_entity_parent(&self->e);
-		int inside = p && ma_bubble_is_within(p, b);
+		sp = ma_entity_parent(&self->e);
+		int inside = sp && ma_bubble_is_within(sp, b);
 		ma_tree_unlock();
 		if (inside)
 			return EDEADLK;
 	}
 	struct ma_waiter wt;
-	ma_waiter_init(&wt);
 	ma_spin_lock(&b->hold.lock);
 	if (b->joining) {
 		ma_spin_unlock(&b->hold.lock);
-		ma_waiter_init(&wt); /* disarm: nobody will wake it */
-		if (wt.task)
-			atomic_store(&wt.task->state, MA_TASK_RUNNING);
 		return EBUSY;
 	}
-	atomic_store(&b->joining, 1);
+	/* Empty already (its threads were run by their joiners, the usual with seeds): no
+	 * waiter to arm, and joining need not be ordered against the counters, whose
+	 * zeroing it only serves to see. Otherwise joining is stored, then the count
+	 * loaded, against the counters' store of 0 then load of joining (ma_count_locked). */
 	int wait = atomic_load(&b->nb_threads_sub) != 0;
-	if (wait)
+	if (wait) {
+		atomic_store(&b->joining, 1);
+		wait = atomic_load(&b->nb_threads_sub) != 0;
+	} else {
+		atomic_store_explicit(&b->joining, 1, memory_order_relaxed);
+	}
+	if (wait) {
+		/* Armed before it is published under the lock its waker takes. */
+		ma_waiter_init(&wt);
 		b->joiner = &wt;
+	}
+	int placed = b->queued || b->e.sched_holder;
 	ma_spin_unlock(&b->hold.lock);
-	if (wait)
+	if (wait) {
 		ma_waiter_wait(&wt);
-	else if (wt.task)
-		atomic_store(&wt.task->state, MA_TASK_RUNNING);
-	/* Empty: take it out of its bubble and of the scheduler. */
-	ma_bubble_unplace(b);
-	ma_bubble_regen_cancel(b);
-	ma_tree_lock();
+		placed = 1;
+	}
+	/* Empty: take it out of the scheduler and of its bubble. */
+	if (placed)
+		ma_bubble_unplace(b);
+	/* Armed only by a burst: most bubbles never were. */
+	if (atomic_load(&b->regen_armed))
+		ma_bubble_regen_cancel(b);
+	/* Out of its parent, without the tree lock when nobody holds it: a recursion joins a
+	 * bubble per level on every VP. */
 	struct ma_bubble *p = ma_entity_parent(&b->e);
-	if (p)
-		ma_member_remove(p, &b->e);
+	int untreed = p && ma_member_remove_cpu(p, &b->e, 0, 1) > 0;
+	if (!untreed) {
+		ma_tree_lock();
+		p = ma_entity_parent(&b->e);
+		if (p)
+			ma_member_remove(p, &b->e);
+	}
 	ma_spin_lock(&b->hold.lock);
-	atomic_store(&b->joining, 0);
+	atomic_store_explicit(&b->joining, 0, memory_order_relaxed);
 	b->woken = 0;
-	atomic_store(&b->status, MA_BUBBLE_CLOSED);
+	atomic_store_explicit(&b->status, MA_BUBBLE_CLOSED, memory_order_release);
 	ma_spin_unlock(&b->hold.lock);
-	ma_tree_unlock();
+	if (!untreed)
+		ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_JOIN, b->uid, 0, NULL);
 	return 0;
 }
@@ -582,23 +855,37 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 	cb->owner = self;
 	cb->woken = 1;
 	MA_TRACE(MA_TR_BUBBLE_NEW, cb->uid, 0, NULL);
-	ma_tree_lock();
-	struct ma_bubble *p = ma_entity_parent(&self->e);
-	if (!p)
-		p = ma_root_bubble;
-	/* It opens where its creator's bubble sends new members (or is part of its creator's
-	 * closed unit), decided under the parent's lock so that a gather of the parent sees
-	 * it either before or after. */
-	cb->counted = p->counted;
-	ma_spin_lock(&p->hold.lock);
-	struct ma_holder *h = ma_bubble_holder_for_member(p);
-	if (h->type == MA_RUNQUEUE_HOLDER) {
-		cb->e.sched_holder = h;
-		atomic_store(&cb->status, MA_BUBBLE_OPENED);
+	/* Nobody knows it yet: without the tree lock unless someone holds it (see
+	 * ma_member_add_untreed); every thread that creates gets one. */
+	struct ma_bubble *p;
+	for (int treed = 0;; treed = 1) {
+		if (treed)
+			ma_tree_lock();
+		p = ma_entity_parent(&self->e);
+		if (!p)
+			p = ma_root_bubble;
+		/* It opens where its creator's bubble sends new members (or is part of its
+		 * creator's closed unit), decided under the parent's lock so that a gather of
+		 * the parent sees it either before or after. */
+		cb->counted = p->counted;
+		ma_spin_lock(&p->hold.lock);
+		struct ma_holder *h = ma_bubble_holder_for_member(p);
+		if (h->type == MA_RUNQUEUE_HOLDER) {
+			cb->e.sched_holder = h;
+			atomic_store_explicit(&cb->status, MA_BUBBLE_OPENED, memory_order_relaxed);
+		} else {
+			cb->e.sched_holder = NULL;
+			atomic_store_explicit(&cb->status, MA_BUBBLE_CLOSED, memory_order_relaxed);
+		}
+		int done = treed || ma_member_add_untreed(p, cb, 0);
+		if (treed)
+			ma_member_add(p, &cb->e, 0);
+		ma_spin_unlock(&p->hold.lock);
+		if (treed)
+			ma_tree_unlock();
+		if (done)
+			break;
 	}
-	ma_member_add(p, &cb->e, 0);
-	ma_spin_unlock(&p->hold.lock);
-	ma_tree_unlock();
 	MA_TRACE(MA_TR_BUBBLE_INSERT, p->uid, cb->uid, NULL);
 	self->children_bubble = cb;
 	return cb;
@@ -673,13 +960,13 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, t->id, NULL);
 	/* An insert may move it meanwhile: follow it. Between the two bubbles it has no
 	 * parent for a moment, under the tree lock: wait there for the move to end. */
-	while (b && !ma_member_remove_cpu(b, &t->e, cpu))
+	while (b && !ma_member_remove_cpu(b, &t->e, cpu, 0))
 		b = ma_entity_parent(&t->e);
 	if (!b) {
 		ma_tree_lock();
 		b = ma_entity_parent(&t->e);
 		if (b)
-			ma_member_remove_cpu(b, &t->e, cpu);
+			ma_member_remove_cpu(b, &t->e, cpu, 0);
 		ma_tree_unlock();
 	}
 }
@@ -690,14 +977,18 @@ static void ma_bubble_free_now(struct ma_bubble *cb)
 {
 	/* Bubbles change parents under the tree lock (we may be inside such a change). */
 	cb->magic = MA_BUBBLE_DESTROYED;
-	int mine = !ma_tree_held;
-	if (mine)
-		ma_tree_lock();
 	struct ma_bubble *p = ma_entity_parent(&cb->e);
-	if (p)
-		ma_member_remove_cpu(p, &cb->e, atomic_load(&cb->cpu_ended_ns));
-	if (mine)
-		ma_tree_unlock();
+	int mine = !ma_tree_held;
+	/* Without the tree lock when nobody holds it (see ma_member_add_untreed). */
+	if (!p || !mine || ma_member_remove_cpu(p, &cb->e, atomic_load(&cb->cpu_ended_ns), 1) < 0) {
+		if (mine)
+			ma_tree_lock();
+		p = ma_entity_parent(&cb->e);
+		if (p)
+			ma_member_remove_cpu(p, &cb->e, atomic_load(&cb->cpu_ended_ns), 0);
+		if (mine)
+			ma_tree_unlock();
+	}
 	ma_bubble_unplace(cb);
 	ma_bubble_regen_close(cb);
 	ma_bubble_unref(cb);
@@ -927,6 +1218,9 @@ int marcel_attr_getinheritholder(const marcel_attr_t *attr, int *yes)
 int ma_bubbles_start(void)
 {
 	ma_spin_init(&ma_bubble_tree_lock);
+	/* Strategies compare a bubble's count with numbers of VPs, plus one at most
+	 * (strategies/steal.c): up to there, counts must be exact. */
+	ma_count_cap = (long)ma_rt.nb_vps + 2;
 	struct ma_bubble *r = ma_root_bubble;
 	r->magic = 0;
 	ma_bubble_setup(r);

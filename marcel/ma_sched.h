@@ -59,6 +59,9 @@ struct ma_runqueue {
 	 * find_next, which then locks the winner and checks again. */
 	_Atomic uint64_t bitmap;
 	unsigned nr_ready;                /* under the lock */
+	/* Entities taken off so far (under the lock): a spinning worker tells new work from
+	 * work that has waited by it (worker.c). */
+	unsigned long nr_taken;
 	/* Idle workers that can see this queue; read by enqueuers under the lock to decide
 	 * whether someone must be woken (see worker.c for the protocol). */
 	atomic_int nr_spinning;
@@ -189,7 +192,9 @@ struct ma_waiter {
 
 /* ---- workers ---- */
 
-enum ma_worker_state { MA_WORKER_BUSY, MA_WORKER_SPINNING, MA_WORKER_SLEEPING, MA_WORKER_WAKING };
+/* CALLED: woken by ma_wake_idle_worker, which counted it in nr_spinning of its path until
+ * it runs again (worker.c); WAKING: woken by anyone else. */
+enum ma_worker_state { MA_WORKER_BUSY, MA_WORKER_SPINNING, MA_WORKER_SLEEPING, MA_WORKER_WAKING, MA_WORKER_CALLED };
 
 struct ma_stack;
 
@@ -207,9 +212,6 @@ struct ma_worker {
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
 	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
-	/* Odd while this worker reads other workers' running threads without locks
-	 * (ma_estimate_begin); bubble storage is reused only after such reads end. */
-	atomic_uint est_seq;
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -232,6 +234,11 @@ struct ma_worker {
 	ma_spinlock_t timer_lock;
 	struct ma_timer *timer_root;
 	struct ma_carrier *carrier;       /* the kernel thread running this VP now */
+	/* Odd while this worker reads other workers' running threads without locks
+	 * (ma_estimate_begin); bubble storage is reused only after such reads end. On a line
+	 * of its own: every bubble destroy reads every worker's (ma_estimates_quiesce), and
+	 * the lines above are written at every create, exit and switch. */
+	atomic_uint est_seq __attribute__((aligned(64)));
 	struct ma_runqueue rq;            /* the VP's own queue */
 } __attribute__((aligned(64)));
 
@@ -416,8 +423,10 @@ void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
 struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter *wt) MA_HIDDEN;
 void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
 /* What every thread does when it ends, as itself (marcel_exit, an inline seed's end): key
- * destructors, leaving its bubble, the trace. Then marks it DEAD and publishes the death
- * in its link word; returns the link's previous value (its joiner's waiter, if any). */
+ * destructors, leaving its bubble, the trace; then it is DEAD. */
+void ma_task_finish(struct marcel_task *t, any_t retval) MA_HIDDEN;
+/* ma_task_finish, then publishes the death in t's link word; returns the link's previous
+ * value (its joiner's waiter, if any). */
 uintptr_t ma_task_end(struct marcel_task *t, any_t retval) MA_HIDDEN;
 /* Whether w may still run t, which it took off a queue or a cache and has not switched to
  * yet: a strategy may have moved it meanwhile. */
@@ -483,6 +492,9 @@ struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_w
 void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
 
 /* ---- thread.c ---- */
+/* A new thread or bubble id (unique for the process's lifetime); w: the caller's worker,
+ * NULL if none. */
+uint64_t ma_new_id(struct ma_worker *w) MA_HIDDEN;
 /* The queue of the smallest item covering every VP of set, or NULL if it names no VP. */
 struct ma_runqueue *ma_rq_for_set(const marcel_vpset_t *set) MA_HIDDEN;
 

@@ -42,6 +42,7 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 					      ~(1ULL << e->queued_prio),
 				      memory_order_relaxed);
 	__atomic_store_n(&rq->nr_ready, rq->nr_ready - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&rq->nr_taken, rq->nr_taken + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 

@@ -385,7 +385,9 @@ int marcel_yield(void)
 		}
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
 		if (p == my_prio) {
-			/* Same list: rotate, the bitmap and the count do not change. */
+			/* Same list: rotate, the bitmap and the counts do not change (nr_taken
+			 * neither: for a spinning worker, the thread yielding waits there as the
+			 * one it takes over from did). */
 			ma_list_del(&e->run_node);
 			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
 			cur->e.queued_prio = p;
@@ -453,7 +455,7 @@ int marcel_yield_to(marcel_t t)
 
 /* ---- exit ---- */
 
-uintptr_t ma_task_end(struct marcel_task *t, any_t retval)
+void ma_task_finish(struct marcel_task *t, any_t retval)
 {
 	t->retval = retval;
 	/* Destructors run as the thread itself: they may use any marcel call. */
@@ -462,6 +464,11 @@ uintptr_t ma_task_end(struct marcel_task *t, any_t retval)
 	ma_bubble_task_exit(t);
 	MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
 	atomic_store_explicit(&t->state, MA_TASK_DEAD, memory_order_relaxed);
+}
+
+uintptr_t ma_task_end(struct marcel_task *t, any_t retval)
+{
+	ma_task_finish(t, retval);
 	return atomic_fetch_or(&t->link, MA_LINK_DEAD);
 }
 

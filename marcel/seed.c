@@ -101,7 +101,7 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	__atomic_store_n(&w->current, t, __ATOMIC_RELEASE);
 }
 
-/* t has ended (ma_task_end): self, its joiner, is the worker's current thread again. */
+/* t has ended (ma_task_finish): self, its joiner, is the worker's current thread again. */
 static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 {
 	/* It may have moved to another worker while it ran. */
@@ -120,8 +120,13 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 	atomic_store(&self->hosts_seed, 0);
 	*w->errno_loc = self->saved_errno;
-	/* Asked back by a gather of its bubble while it ran: it has left for good. */
-	ma_task_back(t);
+	/* Asked back by a gather of its bubble while it ran: it has left for good. Read
+	 * after its death (state DEAD) and the sequentially consistent store of hosts_seed
+	 * above, against the gather's store of leave_req then load of state (holder.c,
+	 * ma_gather_out): one of the two sees the other. Most seeds never were asked, and
+	 * the exchange in ma_task_back costs a locked instruction. */
+	if (atomic_load(&t->leave_req))
+		ma_task_back(t);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
 	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
@@ -160,9 +165,12 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	ma_seed_enter(w, self, t);
 	if (sigsetjmp(run.exit, 0) == 0)
 		run.retval = t->func(t->arg);
-	uintptr_t old = ma_task_end(t, run.retval);
-	/* We are its only joiner (wt is published in its link): nobody to wake. */
-	(void)old;
+	ma_task_finish(t, run.retval);
+	/* We are its joiner (wt is published in its link): nobody to wake, and nobody else
+	 * writes a link that names a joiner (join and detach then fail), so its death is
+	 * published with a plain store, not ma_task_end's read-modify-write. */
+	atomic_store_explicit(&t->link, atomic_load_explicit(&t->link, memory_order_relaxed) | MA_LINK_DEAD,
+			      memory_order_release);
 	atomic_store_explicit(&wt->done, 1, memory_order_relaxed);
 	ma_seed_leave(self, t);
 	return 1;

@@ -85,9 +85,10 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 	}
 }
 
-/* A thread id: unique, for traces and snapshots. Workers take them from the shared counter
- * in blocks, so that creating a thread touches no line another VP writes. */
-static uint64_t ma_new_id(struct ma_worker *w)
+/* A thread or bubble id: unique, for traces and snapshots. Workers take them from the
+ * shared counter in blocks, so that creating a thread (or a bubble) touches no line
+ * another VP writes. */
+uint64_t ma_new_id(struct ma_worker *w)
 {
 	enum { BLOCK = 1024 };
 	if (ma_unlikely(!w))

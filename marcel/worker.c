@@ -56,29 +56,74 @@ static void ma_path_add(struct ma_worker *w, size_t counter_offset, int delta)
 		atomic_fetch_add((atomic_int *)((char *)w->path[i] + counter_offset), delta);
 }
 
-static int ma_path_has_work(const struct ma_worker *w)
-{
-	for (unsigned i = 0; i < w->path_len; i++)
-		if (atomic_load_explicit(&w->path[i]->bitmap, memory_order_relaxed))
-			return 1;
-	return 0;
-}
+/* What a spinning worker saw on a queue of its path that other workers also serve. */
+struct ma_seen {
+	uint64_t since;                   /* when it first saw the work there now; 0: none */
+	unsigned long taken;              /* the queue's nr_taken then */
+	unsigned ready;                   /* and its nr_ready then */
+};
 
-/* Work a spinning worker may take now: anything on its own queue; on a shared queue, only
- * what has been waiting for a while (see ma_idle_wait). */
-static int ma_spin_sees_work(const struct ma_worker *w, uint64_t *shared_since)
+/* Queues of a path tracked one by one (deeper ones are taken without grace). */
+#define MA_SEEN_MAX 32
+
+/* Work a spinning worker may take now: anything on a queue only it serves; on a shared
+ * queue, only work that has been waiting for MA_STEAL_GRACE_NS. Each queue is judged by
+ * its own work: the grace runs from when its present work appeared, and starts again
+ * once everything that was there then has been taken -- a producer that keeps creating
+ * and joining its own children keeps the queue busy, not its children waiting. */
+static int ma_spin_sees_work(const struct ma_worker *w, struct ma_seen *seen, int shared)
 {
 	/* runnext: a timer this worker fired while polling woke one of its threads. */
 	if (w->runnext || atomic_load_explicit(&w->rq.bitmap, memory_order_relaxed))
 		return 1;
-	if (!ma_path_has_work(w)) {
-		*shared_since = 0;
-		return 0;
+	uint64_t now = 0;
+	for (unsigned i = 0; shared && i < w->path_len; i++) {
+		struct ma_runqueue *rq = w->path[i];
+		if (!atomic_load_explicit(&rq->bitmap, memory_order_relaxed)) {
+			if (i < MA_SEEN_MAX)
+				seen[i].since = 0;
+			continue;
+		}
+		if (rq->nb_vps <= 1 || i >= MA_SEEN_MAX)
+			return 1;
+		unsigned long taken = __atomic_load_n(&rq->nr_taken, __ATOMIC_RELAXED);
+		if (!now)
+			now = ma_now_ns();
+		struct ma_seen *s = &seen[i];
+		if (!s->since || taken - s->taken >= s->ready) {
+			unsigned ready = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED);
+			s->since = now;
+			s->taken = taken;
+			s->ready = ready ? ready : 1;
+			continue;
+		}
+		if (now - s->since >= MA_STEAL_GRACE_NS)
+			return 1;
 	}
-	uint64_t now = ma_now_ns();
-	if (!*shared_since)
-		*shared_since = now;
-	return now - *shared_since >= MA_STEAL_GRACE_NS;
+	return 0;
+}
+
+/* Pause instructions between two polls of a spinning worker: about MA_POLL_NS, measured
+ * once (a pause takes from a few to 150 cycles depending on the processor). Polling back
+ * to back would take the queues' cache lines away from the workers that fill them at
+ * every round: a producer then pays a transfer on each enqueue. */
+#define MA_POLL_NS 128u
+#define MA_SHARED_EVERY 4u
+
+static unsigned ma_poll_pauses(void)
+{
+	static atomic_uint pauses;
+	unsigned n = atomic_load_explicit(&pauses, memory_order_relaxed);
+	if (ma_likely(n))
+		return n;
+	uint64_t t0 = ma_now_ns();
+	for (unsigned i = 0; i < 256; i++)
+		ma_cpu_relax();
+	uint64_t per = (ma_now_ns() - t0) / 256;
+	n = per ? (unsigned)(MA_POLL_NS / per) : 64;
+	n = n < 1 ? 1 : n > 64 ? 64 : n;
+	atomic_store_explicit(&pauses, n, memory_order_relaxed);
+	return n;
 }
 
 static int ma_path_has_work_locked(const struct ma_worker *w)
@@ -93,6 +138,14 @@ static int ma_path_has_work_locked(const struct ma_worker *w)
 	return found;
 }
 
+/* A sleeping worker runs again: BUSY, and what ma_wake_idle_worker counted for it
+ * undone. */
+static void ma_idle_awake(struct ma_worker *w)
+{
+	if (atomic_exchange(&w->state, MA_WORKER_BUSY) == MA_WORKER_CALLED)
+		ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);
+}
+
 static void ma_idle_poll_then_sleep(struct ma_worker *w)
 {
 	if (ma_unlikely(atomic_load(&w->disabled))) {
@@ -101,7 +154,7 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 		atomic_store(&w->state, MA_WORKER_SLEEPING);
 		if (atomic_load(&w->disabled) && !atomic_load(&ma_rt.stopping))
 			ma_futex_wait_until(&w->wake_seq, seq, atomic_load(&w->timer_next));
-		atomic_store(&w->state, MA_WORKER_BUSY);
+		ma_idle_awake(w);
 		return;
 	}
 	atomic_store(&w->state, MA_WORKER_SPINNING);
@@ -110,15 +163,27 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 	/* More workers than processors (fake topologies): polling would steal the processor
 	 * from the worker that has the work, so give it away at each round. */
 	int oversubscribed = ma_rt.topo.fake;
-	unsigned rounds = 0;
+	unsigned rounds = 0, pauses = 1, max_pauses = ma_poll_pauses();
 	int found = 0;
-	uint64_t shared_since = 0;
-	while (!(found = ma_spin_sees_work(w, &shared_since)) && !atomic_load(&ma_rt.stopping)) {
-		if (oversubscribed)
+	struct ma_seen seen[MA_SEEN_MAX];
+	for (unsigned i = 0; i < MA_SEEN_MAX; i++)
+		seen[i].since = 0;
+	/* Shared queues are polled one round in MA_SHARED_EVERY: their work is left to its
+	 * producer for a while anyway, and every poll of a line that producer writes makes
+	 * its next locked access to it a transfer between cores. */
+	while (!(found = ma_spin_sees_work(w, seen, oversubscribed || rounds % MA_SHARED_EVERY == 0)) &&
+	       !atomic_load(&ma_rt.stopping)) {
+		if (oversubscribed) {
 			sched_yield();
-		else
-			ma_cpu_relax();
-		if ((++rounds & 63) == 0) {
+		} else {
+			/* From back to back up to MA_POLL_NS apart: a worker that has just run out
+			 * of work is the likeliest to get some at once. */
+			for (unsigned k = 0; k < pauses; k++)
+				ma_cpu_relax();
+			if (pauses < max_pauses)
+				pauses = pauses * 2 < max_pauses ? pauses * 2 : max_pauses;
+		}
+		if ((++rounds & 7) == 0) {
 			uint64_t now = ma_now_ns();
 			/* Sleepers of busy workers too: their owner may not schedule for a while. */
 			ma_timers_steal(now);
@@ -146,7 +211,7 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 			seq = atomic_load(&w->wake_seq);
 		}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), -1);
-	atomic_store(&w->state, MA_WORKER_BUSY);
+	ma_idle_awake(w);
 }
 
 void ma_idle_wait(struct ma_worker *w)
@@ -220,13 +285,23 @@ struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_w
 	return best;
 }
 
+/* Wakes sleeping worker o, claimed (SLEEPING -> CALLED) by the caller. Until it runs
+ * again (ma_idle_awake) it counts as spinning on its path: it will look at these queues,
+ * so the enqueues meanwhile need not wake anyone -- a futex wake-up takes microseconds to
+ * land, and a producer of fine-grained threads would otherwise call here at each one. */
+static void ma_call_worker(struct ma_worker *o)
+{
+	ma_path_add(o, offsetof(struct ma_runqueue, nr_spinning), 1);
+	ma_worker_kick(o);
+}
+
 void ma_wake_idle_worker(struct ma_runqueue *rq)
 {
 	struct ma_worker *best = ma_wake_choose(rq, ma_worker_self());
 	if (best) {
 		int s = MA_WORKER_SLEEPING;
-		if (atomic_compare_exchange_strong(&best->state, &s, MA_WORKER_WAKING)) {
-			ma_worker_kick(best);
+		if (atomic_compare_exchange_strong(&best->state, &s, MA_WORKER_CALLED)) {
+			ma_call_worker(best);
 			return;
 		}
 	}
@@ -237,8 +312,8 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 		struct ma_worker *o = &ma_rt.workers[v];
 		int s = MA_WORKER_SLEEPING;
 		if (ma_path_index(o, rq) >= 0 && !atomic_load_explicit(&o->disabled, memory_order_relaxed) &&
-		    atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_WAKING)) {
-			ma_worker_kick(o);
+		    atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_CALLED)) {
+			ma_call_worker(o);
 			return;
 		}
 	}

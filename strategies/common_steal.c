@@ -272,7 +272,10 @@ unsigned ma_sl_threads_locked(struct ma_bubble *b)
 	/* A counted bubble keeps its subtree's count (for joins): it also counts threads
 	 * created and not started, which a woken bubble hardly has. Walking instead costs
 	 * the whole subtree on every steal attempt: with a deep recursion of nested bubbles
-	 * (examples/sumtime without seeds) idle VPs spent 70% of the time here. */
+	 * (examples/sumtime without seeds) idle VPs spent 70% of the time here. The count
+	 * is exact only up to nb_vps + 2 (bubble.c): every comparison made with it here and
+	 * in steal.c is against at most nb_vps + 1, or takes the larger of it and the exact
+	 * nb_cached. */
 	if (b->counted) {
 		long n = atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed);
 		return n > 0 ? (unsigned)n : 0;
