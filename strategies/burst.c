@@ -6,7 +6,8 @@
  * bubble sets its own), so placement follows the load as threads end.
  *
  * The level is the bubble's sched_level; without one, the deepest item on the VP's path
- * with at least as many VPs as the bubble has ready threads.
+ * with at least as many VPs as the bubble has threads (ready ones, and for a bubble that
+ * counts them, blocked ones too).
  */
 #include "ma_strategy.h"
 
@@ -17,8 +18,18 @@ static struct ma_runqueue *ma_burst_target(const struct ma_worker *w, struct ma_
 	int level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED);
 	if (level)
 		return ma_strategy_level_rq(w, level);
-	/* Read without b's lock (we hold a queue): an estimate is enough to choose a level. */
+	/* Read without b's lock (we hold a queue): an estimate is enough to choose a level.
+	 * Its ready threads alone undercount a bubble whose other threads are blocked for a
+	 * moment: the two stripes of a stencil, one waiting at the barrier when a
+	 * regeneration closes the bubble, burst on one core and shared it until the next
+	 * regeneration, every time (conduction ran on one VP of two). A counted bubble
+	 * knows all its threads (exact up to nb_vps + 2, more than any level has VPs). */
 	unsigned threads = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED);
+	if (b->counted) {
+		long n = atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed);
+		if (n > (long)threads)
+			threads = (unsigned)n;
+	}
 	if (!threads)
 		threads = 1;
 	for (unsigned i = 1; i < w->path_len; i++)
