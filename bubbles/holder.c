@@ -407,7 +407,13 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		ma_list_init(&b->cache);
 		__atomic_store_n(&b->nb_cached, 0, __ATOMIC_RELAXED);
 	}
-	/* Members become units: threads on rq, sub-bubbles closed units placed on rq. */
+	/* Members become units: threads on rq, sub-bubbles closed units placed on rq. A
+	 * sub-bubble is placed only once its cache is complete (below): placed, it is
+	 * queued by the first of its threads that gets ready, and a VP may burst it at once;
+	 * the threads still to come from b's cache would then land, still targeting what
+	 * that burst retargeted them to, in the cache of an opened bubble that nobody serves
+	 * (nested recursions under burst hung so, about 1 run in 40 on 16 VPs). Until then
+	 * a thread getting ready in it joins its cache without queuing it. */
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 		if (m->type == MA_TASK_ENTITY) {
@@ -417,10 +423,8 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		}
 		struct ma_bubble *s = ma_bubble_of_entity(m);
 		ma_spin_lock(&s->hold.lock);
-		if (atomic_load(&s->status) != MA_BUBBLE_OPENED) {
+		if (atomic_load(&s->status) != MA_BUBBLE_OPENED)
 			ma_retarget_rec(s, &b->hold, &s->hold);
-			__atomic_store_n(&s->e.sched_holder, &rq->hold, __ATOMIC_RELEASE);
-		}
 		ma_spin_unlock(&s->hold.lock);
 	}
 	while (!ma_list_empty(&cached)) {
@@ -445,14 +449,15 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		ma_cache_put(s, c);
 		ma_spin_unlock(&s->hold.lock);
 	}
-	/* Queued only once their caches are complete: a VP bursting one meanwhile would
-	 * leave the threads still to come in an opened bubble. */
+	/* Placed and queued only now that their caches are complete (see above). */
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 		if (m->type != MA_BUBBLE_ENTITY)
 			continue;
 		struct ma_bubble *s = ma_bubble_of_entity(m);
 		ma_spin_lock(&s->hold.lock);
+		if (atomic_load(&s->status) != MA_BUBBLE_OPENED)
+			__atomic_store_n(&s->e.sched_holder, &rq->hold, __ATOMIC_RELEASE);
 		if (!s->queued && !ma_list_empty(&s->cache) && atomic_load(&s->status) == MA_BUBBLE_CLOSED && s->e.sched_holder == &rq->hold) {
 			s->queued = 1;
 			ma_rq_enqueue(rq, &s->e);
