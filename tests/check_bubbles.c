@@ -1,7 +1,7 @@
 /*
  * Bubbles through the public API: the tree operations and their error codes, implicit
  * children bubbles, join, barrier, statistics, snapshots, strategy selection, nesting
- * under every strategy, and regeneration under burst.
+ * under every strategy, and regeneration under burst (also with one thread blocked).
  */
 #include <errno.h>
 #include <signal.h>
@@ -583,6 +583,116 @@ START_TEST(move_while_threads_end)
 }
 END_TEST
 
+/* burst chooses where a bubble bursts from its thread count. A regeneration that closes a
+ * bubble while one of its two threads is blocked (a stencil stripe at its barrier) used to
+ * count the ready one only: the bubble burst on the picking VP's core, the blocked thread
+ * joined it there once woken, and both shared one VP until the next regeneration. Here the
+ * bubble regenerates only when shaken, so that placement lasts: the two threads must then
+ * be seen running at once on two VPs. _i: "core:2", then "pack:2 core:2" (bursts on a
+ * package: the two VPs seen are in the same one). */
+static marcel_sem_t apart_sem;
+static int apart_vp1;  /* VP thread 1 runs on while watched, -1 around its yields */
+static int apart_seen; /* thread 0's VP * 1024 + thread 1's, seen at once; -1 until then */
+static int apart_watch, apart_stop;
+
+static any_t apart_fn(any_t arg)
+{
+	int me = (int)(intptr_t)arg;
+	if (me == 1)
+		marcel_sem_P(&apart_sem);
+	unsigned long n = 0;
+	while (!__atomic_load_n(&apart_stop, __ATOMIC_RELAXED)) {
+		if (__atomic_load_n(&apart_watch, __ATOMIC_ACQUIRE)) {
+			int vp = marcel_current_vp();
+			if (me == 1) {
+				__atomic_store_n(&apart_vp1, vp, __ATOMIC_RELAXED);
+			} else {
+				int other = __atomic_load_n(&apart_vp1, __ATOMIC_RELAXED);
+				if (other >= 0 && other != vp)
+					__atomic_store_n(&apart_seen, vp * 1024 + other, __ATOMIC_RELAXED);
+			}
+		}
+		if (++n % 256 == 0) {
+			/* Thread 1 is not running from here on: thread 0 must not take its last VP
+			 * for a concurrent run. */
+			if (me == 1)
+				__atomic_store_n(&apart_vp1, -1, __ATOMIC_RELAXED);
+			marcel_yield();
+		}
+	}
+	return NULL;
+}
+
+/* Waits (5 s at most, a hang guard) until t's state in a snapshot is state. */
+static int wait_thread_state(marcel_t t, int state)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		struct marcel_snapshot *s = marcel_sched_snapshot();
+		ck_assert_ptr_nonnull(s);
+		int e = marcel_snapshot_find_thread(s, t);
+		int now = e >= 0 ? s->entities[e].state : -1;
+		marcel_sched_snapshot_free(s);
+		if (now == state)
+			return 1;
+		marcel_usleep(5000);
+	}
+	return 0;
+}
+
+START_TEST(burst_counts_blocked_threads)
+{
+	const char *topology = _i == 0 ? "core:2" : "pack:2 core:2";
+	ma_test_init_with(topology, "burst");
+	marcel_bubble_t b;
+	marcel_t t[2];
+	ck_assert_int_eq(marcel_sem_init(&apart_sem, 0), 0);
+	__atomic_store_n(&apart_watch, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&apart_stop, 0, __ATOMIC_RELAXED);
+	apart_vp1 = apart_seen = -1;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	/* Only the shake below regenerates it (a regeneration finding both threads ready
+	 * bursts it where both fit, with or without the bug). */
+	ck_assert_int_eq(marcel_bubble_settimeslice(&b, 600ul * 1000 * 1000), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(marcel_create_dontsched(&t[i], NULL, apart_fn, (any_t)(intptr_t)i), 0);
+		ck_assert_int_eq(marcel_bubble_inserttask(&b, t[i]), 0);
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	ck_assert_msg(wait_thread_state(t[1], MARCEL_SNAPSHOT_BLOCKED), "thread 1 never blocked");
+	/* Closes it with one thread ready (t[0], back at its next yield) and one blocked. */
+	ck_assert_int_eq(marcel_bubble_shake(&b), 0);
+	int status = -1;
+	for (int tries = 0; tries < 1000 && status != MARCEL_BUBBLE_OPENED; tries++) {
+		marcel_usleep(5000);
+		status = marcel_bubble_status(&b);
+	}
+	ck_assert_int_eq(status, MARCEL_BUBBLE_OPENED);
+	long long burst_on;
+	ck_assert_int_eq(marcel_bubble_stats_get(&b, MARCEL_STATS_LAST_LEVEL, &burst_on), 0);
+	__atomic_store_n(&apart_watch, 1, __ATOMIC_RELEASE);
+	marcel_sem_V(&apart_sem);
+	/* Both spin: on two VPs they meet within milliseconds; 10 s is a hang guard. */
+	int seen = -1;
+	for (int tries = 0; tries < 2000 && seen < 0; tries++) {
+		marcel_usleep(5000);
+		seen = __atomic_load_n(&apart_seen, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&apart_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_msg(seen >= 0, "%s: the bubble, regenerated with one of its two threads blocked, burst on item %lld; "
+				 "its threads never ran on two VPs at once",
+		      topology, burst_on);
+	if (_i == 1)
+		ck_assert_int_eq(marcel_topo_vp_ancestor((unsigned)(seen / 1024), MARCEL_LEVEL_PACKAGE),
+				 marcel_topo_vp_ancestor((unsigned)(seen % 1024), MARCEL_LEVEL_PACKAGE));
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	ck_assert_int_eq(marcel_sem_destroy(&apart_sem), 0);
+	marcel_end();
+}
+END_TEST
+
 static void populate_api(TCase *tc)
 {
 	tcase_add_test(tc, errors);
@@ -608,6 +718,7 @@ int main(void)
 	tcase_add_loop_test(tc, regeneration, 0, 2);
 	tcase_add_test(tc, placed_threads_start_where_asked);
 	tcase_add_test(tc, move_while_threads_end);
+	tcase_add_loop_test(tc, burst_counts_blocked_threads, 0, 2);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
