@@ -109,16 +109,28 @@ int ma_bubble_regenerate(struct ma_bubble *b)
  * through: with a deep recursion of live threads (examples/sumtime without seeds, 40000
  * threads) that is more than the 20 ms slice itself, and the program crawled (43 s
  * instead of 0.3 s). The strategy's default slice is therefore only acted upon when some
- * VP is idle (anywhere: the bubble may burst higher up next time); a slice the
- * application set (marcel_bubble_settimeslice) always is. */
+ * VP is idle (anywhere: the bubble may burst higher up next time) while work waits on a
+ * queue; a slice the application set (marcel_bubble_settimeslice) always is. An idle VP
+ * alone is not enough: the stripes of a stencil leave their VPs idle at every barrier,
+ * with nothing waiting anywhere, and regenerating then only stops them to put them back
+ * (conduction on 2 VPs lost a few percent to it). */
 static int ma_regen_wanted(struct ma_bubble *b)
 {
 	if (b->timeslice_us)
 		return 1;
 	/* Every VP counts itself idle in each queue of its path, the machine's included. */
 	struct ma_runqueue *top = &ma_rt.rqs[0];
-	return atomic_load_explicit(&top->nr_sleeping, memory_order_relaxed) > 0 ||
-	       atomic_load_explicit(&top->nr_spinning, memory_order_relaxed) > 0;
+	if (!atomic_load_explicit(&top->nr_sleeping, memory_order_relaxed) &&
+	    !atomic_load_explicit(&top->nr_spinning, memory_order_relaxed))
+		return 0;
+	/* One read per topology item and VP, once per slice. A closed bubble counts once. */
+	for (unsigned i = 0; i < ma_rt.topo.nb_levels; i++)
+		if (__atomic_load_n(&ma_rt.rqs[i].nr_ready, __ATOMIC_RELAXED))
+			return 1;
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+		if (__atomic_load_n(&ma_rt.workers[v].rq.nr_ready, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
 }
 
 void ma_bubble_work(void)
