@@ -10,7 +10,7 @@ advection_openmp = 1
 else
 advection_openmp = 0
 endif
-check_advection_SOURCES = check_advection.c ma_test.h
+check_advection_SOURCES = check_advection.c ma_test.h ma_example_test.h
 check_advection_CPPFLAGS = $(AM_CPPFLAGS) -DMA_EXAMPLES_DIR=\"$(abs_top_builddir)/examples\" \
 	-DMA_HAVE_OPENMP=$(advection_openmp)
 check_advection_CFLAGS = $(AM_CFLAGS) -ffp-contract=off

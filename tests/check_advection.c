@@ -12,8 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
-#include <sys/wait.h>
-#include "ma_test.h"
+#include "ma_example_test.h"
 
 #ifndef MA_EXAMPLES_DIR
 #error "MA_EXAMPLES_DIR (the build's examples directory) must be defined"
@@ -40,15 +39,9 @@ static const char *const strategies[] = { "null", "burst", "spread", "cache", "s
  * returns the output (malloc'd). */
 static char *run(const char *env, const char *variant, const char *args, int want)
 {
-	char path[1024], cmd[2048];
-	int st;
+	char path[1024];
 	snprintf(path, sizeof(path), "%s/advection/%s", MA_EXAMPLES_DIR, variant);
-	ck_assert_msg(access(path, X_OK) == 0, "%s not built: run make in the build's examples directory", path);
-	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", env, path, args);
-	char *out = ma_test_run_capture(cmd, &st);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, expected exit %d:\n%s",
-		      cmd, st, want, out);
-	return out;
+	return ma_example_run_expect(env, path, args, 60, want);
 }
 
 /* The checksum a successful run prints, as a number. */
@@ -317,13 +310,10 @@ END_TEST
  * program (advection/<variant>: the kernel names the stencil). */
 static void expect_usage_error(const char *variant, const char *args, const char *named)
 {
-	char *out = run("", variant, args, 2);
-	char prog[64];
+	char path[1024], prog[64];
+	snprintf(path, sizeof(path), "%s/advection/%s", MA_EXAMPLES_DIR, variant);
 	snprintf(prog, sizeof(prog), "advection/%s:", variant);
-	ck_assert_msg(strstr(out, named) != NULL && strstr(out, "usage:") != NULL && strstr(out, prog) != NULL,
-		      "%s %s: the message does not name %s and %s or give the usage:\n%s", variant, args, prog,
-		      named, out);
-	free(out);
+	ma_example_expect_usage_error(path, args, named, prog);
 }
 
 START_TEST(test_bad_options)
@@ -342,20 +332,11 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
-static void clean_environment(void)
-{
-	/* The runs set what they need; nothing is inherited from whoever runs the suite. */
-	unsetenv("MARCEL_TOPOLOGY");
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_NVP");
-	unsetenv("OMP_NUM_THREADS");
-}
-
 int main(void)
 {
 	Suite *s = suite_create("advection");
 	TCase *tc = tcase_create("examples");
-	tcase_add_checked_fixture(tc, clean_environment, NULL);
+	tcase_add_checked_fixture(tc, ma_example_clean_env, NULL);
 	tcase_add_test(tc, test_reference);
 	tcase_add_test(tc, test_variants_agree);
 	tcase_add_test(tc, test_strategies);

@@ -11,8 +11,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdint.h>
-#include <sys/wait.h>
-#include "ma_test.h"
+#include "ma_example_test.h"
 
 #ifndef MA_EXAMPLES_DIR
 #error "MA_EXAMPLES_DIR (the build's examples directory) must be defined"
@@ -37,15 +36,12 @@ static const char *const variants[] = { "simple", "fixed", "marcel", "openmp" };
 
 static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory" };
 
-/* Runs "env DIR/variant args" with stderr merged into stdout; returns the output
- * (malloc'd) and the wait status. */
+/* Runs "env DIR/variant args" (ma_example_run): its output, to free, and its status. */
 static char *run(const char *env, const char *variant, const char *args, int *status)
 {
-	char path[1024], cmd[2048];
+	char path[1024];
 	snprintf(path, sizeof(path), DIR "%s", variant);
-	ck_assert_msg(access(path, X_OK) == 0, "%s not built: run make in the build's examples directory", path);
-	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", env, path, args);
-	return ma_test_run_capture(cmd, status);
+	return ma_example_run(env, path, args, 60, status);
 }
 
 /* Runs a variant that must succeed; returns its checksum (16 hex digits) in sum. */
@@ -194,13 +190,9 @@ END_TEST
 /* A bad command line: status 2 and a message naming the culprit, from every variant. */
 static void expect_usage_error(const char *variant, const char *args, const char *named)
 {
-	int st;
-	char *out = run("", variant, args, &st);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s %s: status %#x, expected exit 2:\n%s",
-		      variant, args, st, out);
-	ck_assert_msg(strstr(out, named) != NULL && strstr(out, "usage:") != NULL,
-		      "%s %s: the message does not name %s or give the usage:\n%s", variant, args, named, out);
-	free(out);
+	char path[1024];
+	snprintf(path, sizeof(path), DIR "%s", variant);
+	ma_example_expect_usage_error(path, args, named, NULL);
 }
 
 START_TEST(test_bad_options)
@@ -217,20 +209,11 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
-static void clean_environment(void)
-{
-	/* The runs set what they need; nothing is inherited from whoever runs the suite. */
-	unsetenv("MARCEL_TOPOLOGY");
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_NVP");
-	unsetenv("OMP_NUM_THREADS");
-}
-
 int main(void)
 {
 	Suite *s = suite_create("conduction");
 	TCase *tc = tcase_create("examples");
-	tcase_add_checked_fixture(tc, clean_environment, NULL);
+	tcase_add_checked_fixture(tc, ma_example_clean_env, NULL);
 	tcase_add_test(tc, test_reference);
 	tcase_add_test(tc, test_variants_agree);
 	tcase_add_test(tc, test_variants_agree_3d);

@@ -11,8 +11,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdint.h>
-#include <sys/wait.h>
-#include "ma_test.h"
+#include "ma_example_test.h"
 
 #ifndef MA_EXAMPLES_DIR
 #error "MA_EXAMPLES_DIR (the build's examples directory) must be defined"
@@ -28,14 +27,7 @@ static const char *const strategies[] = { "null", "burst", "spread", "cache", "s
  * the output (malloc'd). */
 static char *run(const char *env, const char *args, int want)
 {
-	char cmd[1024];
-	int st;
-	ck_assert_msg(access(PROG, X_OK) == 0, "%s not built: run make in the build's examples directory", PROG);
-	snprintf(cmd, sizeof(cmd), "%s %s %s 2>&1", env, PROG, args);
-	char *out = ma_test_run_capture(cmd, &st);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, expected exit %d:\n%s", cmd, st,
-		      want, out);
-	return out;
+	return ma_example_run_expect(env, PROG, args, 60, want);
 }
 
 /* ---- What a run printed. */
@@ -226,10 +218,7 @@ END_TEST
 /* A bad command line: status 2, the usage and a message naming the culprit. */
 static void expect_usage_error(const char *args, const char *named)
 {
-	char *out = run("", args, 2);
-	ck_assert_msg(strstr(out, named) != NULL && strstr(out, "usage: metbench") != NULL,
-		      "%s: the message does not name %s or give the usage:\n%s", args, named, out);
-	free(out);
+	ma_example_expect_usage_error(PROG, args, named, "usage: metbench");
 }
 
 START_TEST(test_bad_options)
@@ -250,18 +239,11 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
-static void clean_environment(void)
-{
-	unsetenv("MARCEL_TOPOLOGY");
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_NVP");
-}
-
 int main(void)
 {
 	Suite *s = suite_create("metbench");
 	TCase *tc = tcase_create("example");
-	tcase_add_checked_fixture(tc, clean_environment, NULL);
+	tcase_add_checked_fixture(tc, ma_example_clean_env, NULL);
 	tcase_add_test(tc, test_checksum_reference);
 	tcase_add_test(tc, test_checksum_schedules);
 	tcase_add_test(tc, test_imbalance);

@@ -13,8 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
-#include <sys/wait.h>
-#include "ma_test.h"
+#include "ma_example_test.h"
 #include "nested-sort/sort-kernel.h"
 #include "sumtime/nested.h"
 
@@ -42,20 +41,13 @@ static long scaled(long n, long floor)
  * so that a hang is reported as the run that hung. */
 #define RUN_LIMIT 40
 
-/* Runs "env MA_EXAMPLES_DIR/prog args" with stderr merged into stdout; returns the
- * output (malloc'd) and the wait status. */
+/* Runs "env MA_EXAMPLES_DIR/prog args" (ma_example_run): its output, to free, and its
+ * status. */
 static char *run(const char *env, const char *prog, const char *args, int *status)
 {
-	char path[1024], cmd[2048];
+	char path[1024];
 	snprintf(path, sizeof(path), MA_EXAMPLES_DIR "/%s", prog);
-	ck_assert_msg(access(path, X_OK) == 0, "%s not built: run make in the build's examples directory", path);
-	const char *mult = getenv("CK_TIMEOUT_MULTIPLIER");
-	int limit = RUN_LIMIT * (mult && atoi(mult) > 1 ? atoi(mult) : 1);
-	snprintf(cmd, sizeof(cmd), "%s timeout -s KILL %d %s %s 2>&1", env, limit, path, args);
-	char *out = ma_test_run_capture(cmd, status);
-	ck_assert_msg(!WIFEXITED(*status) || WEXITSTATUS(*status) != 137,
-		      "%s %s %s did not end within %d s (hung?); its output:\n%s", env, prog, args, limit, out);
-	return out;
+	return ma_example_run(env, path, args, RUN_LIMIT, status);
 }
 
 /* What a successful run printed. */
@@ -267,13 +259,9 @@ END_TEST
 /* A bad command line: status 2 and a message naming the culprit, then the usage. */
 static void expect_usage_error(const char *prog, const char *args, const char *named)
 {
-	int st;
-	char *out = run("", prog, args, &st);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s %s: status %#x, expected exit 2:\n%s", prog,
-		      args, st, out);
-	ck_assert_msg(strstr(out, named) != NULL && strstr(out, "usage:") != NULL,
-		      "%s %s: the message does not name %s or give the usage:\n%s", prog, args, named, out);
-	free(out);
+	char path[1024];
+	snprintf(path, sizeof(path), MA_EXAMPLES_DIR "/%s", prog);
+	ma_example_expect_usage_error(path, args, named, NULL);
 }
 
 /* Bad command lines, with what the message must name. */
@@ -332,11 +320,9 @@ END_TEST
 
 int main(void)
 {
-	/* Every run names what it needs in its command line: nothing is inherited from
-	 * whoever runs the suite (Check forks each test from here). */
-	unsetenv("MARCEL_TOPOLOGY");
-	unsetenv("MARCEL_BUBBLE_SCHEDULER");
-	unsetenv("MARCEL_NVP");
+	/* Every run names what it needs in its command line (Check forks each test from
+	 * here). */
+	ma_example_clean_env();
 	const TTest *tests[] = { test_sumtime, test_sort, test_deep, test_strategies, test_runtime_options,
 				 test_bad_options, test_help };
 	Suite *s = suite_create("nested");

@@ -4,6 +4,6 @@
 if HAVE_CHECK
 check_PROGRAMS += check_metbench  # TESTS is $(check_PROGRAMS)
 endif
-check_metbench_SOURCES = check_metbench.c ma_test.h
+check_metbench_SOURCES = check_metbench.c ma_test.h ma_example_test.h
 check_metbench_CPPFLAGS = $(AM_CPPFLAGS) -DMA_EXAMPLES_DIR=\"$(abs_top_builddir)/examples\"
 check_metbench_CFLAGS = $(AM_CFLAGS) -ffp-contract=off

@@ -5,5 +5,5 @@
 if HAVE_CHECK
 check_PROGRAMS += check_nested
 endif
-check_nested_SOURCES = check_nested.c ma_test.h
+check_nested_SOURCES = check_nested.c ma_test.h ma_example_test.h
 check_nested_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples -DMA_EXAMPLES_DIR=\"$(abs_top_builddir)/examples\"
