@@ -1,7 +1,8 @@
 /*
  * The gang strategy on the synthetic machine "numa:2 core:4", seen through snapshots:
  * three bubbles of four busy threads take turns, and at no time do threads of two of them
- * run together; every one of them gets processor time.
+ * run together; every one of them gets processor time; a gang filled after it was woken
+ * runs too.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -159,12 +160,52 @@ START_TEST(own_slice_and_loose_threads)
 }
 END_TEST
 
+static atomic_int late_ran;
+
+static any_t late_fn(any_t arg)
+{
+	(void)arg;
+	atomic_store(&late_ran, 1);
+	return NULL;
+}
+
+/* A gang woken while still empty is submitted empty, and nothing submits it again when a
+ * thread is created in it later: the thread only fills its cache. The heartbeat must
+ * still be going then to start it (it stopped once no gang waited, and such a thread
+ * waited for ever: check_seeds' nested sum hung so under gang with TSan). */
+START_TEST(filled_after_waking)
+{
+	ma_test_init_with("numa:2 core:4", "gang");
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	atomic_store(&late_ran, 0);
+	marcel_bubble_t g;
+	ck_assert_int_eq(marcel_bubble_init(&g), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&g), 0);
+	/* Many 1 ms heartbeats with nothing to do. */
+	marcel_usleep(30000);
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &g), 0);
+	marcel_t t;
+	ck_assert_int_eq(marcel_create(&t, &a, late_fn, NULL), 0);
+	/* It runs within a heartbeat or two; 5 s is a hang guard. */
+	for (int i = 0; i < 1000 && !atomic_load(&late_ran); i++)
+		marcel_usleep(5000);
+	ck_assert_msg(atomic_load(&late_ran), "a thread created in a gang woken empty never ran");
+	ck_assert_int_eq(marcel_join(t, NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&g), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&g), 0);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("place_gang");
 	TCase *tc = tcase_create("gang");
 	tcase_add_test(tc, one_gang_at_a_time);
 	tcase_add_test(tc, own_slice_and_loose_threads);
+	tcase_add_test(tc, filled_after_waking);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
