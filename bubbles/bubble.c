@@ -242,14 +242,29 @@ static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z
 	}
 }
 
+/* Sub-bubble s enters b (added: 1) or leaves it (added: 0), s->cnt_lock held (released
+ * on return): its parent changes, and what it counts goes to b (and above) hand over
+ * hand, so a count walking up through s lands on exactly one side of the move. */
+static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z)
+{
+	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
+	__atomic_store_n(&s->e.natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
+	if (n && b->counted) {
+		ma_spin_lock(&b->cnt_lock);
+		ma_spin_unlock(&s->cnt_lock);
+		ma_count_locked(b, added ? n : -n, z);
+		return;
+	}
+	ma_spin_unlock(&s->cnt_lock);
+}
+
 /* Sets e's parent to b (added: 1) or takes it out of b (added: 0) and counts what e
  * brings along in b (and above). */
 static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int added, struct ma_zeroed *z)
 {
-	struct ma_holder *h = added ? &b->hold : NULL;
 	if (e->type == MA_TASK_ENTITY) {
 		/* Threads change bubbles under the bubbles' locks, which the callers hold. */
-		__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
 		if (b->counted) {
 			ma_spin_lock(&b->cnt_lock);
 			ma_count_locked(b, added ? 1 : -1, z);
@@ -258,15 +273,7 @@ static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int add
 	}
 	struct ma_bubble *s = ma_bubble_of_entity(e);
 	ma_spin_lock(&s->cnt_lock);
-	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
-	__atomic_store_n(&e->natural_holder, h, __ATOMIC_RELEASE);
-	if (n && b->counted) {
-		ma_spin_lock(&b->cnt_lock);
-		ma_spin_unlock(&s->cnt_lock);
-		ma_count_locked(b, added ? n : -n, z);
-		return;
-	}
-	ma_spin_unlock(&s->cnt_lock);
+	ma_bubble_reparent_locked(s, b, added, z);
 }
 
 /* Wakes the joiners of bubbles that became empty of threads (no lock held). */
@@ -321,15 +328,7 @@ static int ma_member_add_untreed(struct ma_bubble *p, struct ma_bubble *s, int e
 	ma_list_add_tail(&p->members, &s->e.member_node);
 	p->nb_members++;
 	s->e.explicit_member = (unsigned char)explicit_member;
-	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
-	__atomic_store_n(&s->e.natural_holder, &p->hold, __ATOMIC_RELEASE);
-	if (n && p->counted) {
-		ma_spin_lock(&p->cnt_lock);
-		ma_spin_unlock(&s->cnt_lock);
-		ma_count_locked(p, n, NULL);
-	} else {
-		ma_spin_unlock(&s->cnt_lock);
-	}
+	ma_bubble_reparent_locked(s, p, 1, NULL);
 	return 1;
 }
 
@@ -607,6 +606,13 @@ struct ma_wake_pass {
 	int own;                          /* b must be handed to ma_bubble_resettle */
 };
 
+/* Not an initializer: that would clear the whole array at every wake-up. */
+static void ma_wake_pass_init(struct ma_wake_pass *wp)
+{
+	wp->n = 0;
+	wp->subs = wp->own = 0;
+}
+
 /* A bubble of threads only (a level of a recursion) is marked and its threads started in
  * one pass under its lock, without the tree lock, which only a walk through sub-bubbles
  * needs. Marked in the same pass, so that a sub-bubble inserted after it is woken by its
@@ -673,7 +679,7 @@ static void ma_bubble_wake_finish(struct ma_bubble *b, struct ma_wake_pass *wp)
 static void ma_bubble_wake_tree(struct ma_bubble *b)
 {
 	struct ma_wake_pass wp;
-	wp.subs = wp.own = 0; /* no initializer: it would clear the whole array at every wake-up */
+	ma_wake_pass_init(&wp);
 	ma_spin_lock(&b->hold.lock);
 	ma_wake_pass_locked(b, &wp);
 	ma_spin_unlock(&b->hold.lock);
@@ -718,7 +724,7 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	if (!ma_rt.running)
 		return EPERM;
 	struct ma_wake_pass wp;
-	wp.subs = wp.own = 0; /* no initializer: it would clear the whole array at every wake-up */
+	ma_wake_pass_init(&wp);
 	int quick = ma_bubble_wake_untreed(b, &wp);
 	if (quick) {
 		if (quick < 0)
