@@ -390,6 +390,12 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		ma_spin_unlock(&b->hold.lock);
 		return;
 	}
+	/* Off the queue and not yet spread on it, its threads would count nowhere in the
+	 * loads that stealing strategies read (a kernel preemption can stretch that to
+	 * milliseconds, and a thief would then take work from a side short of none): they
+	 * count as incoming until all are queued. */
+	int incoming = (int)b->nb_cached;
+	atomic_fetch_add_explicit(&rq->nr_incoming, incoming, memory_order_relaxed);
 	ma_bubble_unqueue(b);
 	struct ma_backs bk;
 	bk.n = 0;
@@ -464,6 +470,7 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 		}
 		ma_spin_unlock(&s->hold.lock);
 	}
+	atomic_fetch_sub_explicit(&rq->nr_incoming, incoming, memory_order_relaxed);
 	struct ma_worker *w = ma_worker_self();
 	ma_spin_unlock(&b->hold.lock);
 	ma_backs_check(&bk);

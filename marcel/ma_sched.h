@@ -161,6 +161,10 @@ struct marcel_task {
 	/* A strategy moved it while it ran: its next yield requeues it even if nothing else
 	 * is ready, so the move takes effect. */
 	atomic_int move_req;
+	/* A strategy took it away from its bubble's other threads (strategies/steal.c): at its
+	 * yields the strategy's stray hook may send it back. stray_yields is its own count. */
+	atomic_int stray;
+	unsigned stray_yields;
 	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
 	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
@@ -212,6 +216,10 @@ struct ma_worker {
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
 	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
+	/* The thread the idle context took off a queue and is switching to: from the take
+	 * to the store of current it is neither queued nor running, and load estimates
+	 * (strategies/common_steal.c) would see one thread fewer meanwhile. */
+	struct marcel_task *picked;
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -482,6 +490,9 @@ void ma_bubble_work(void) MA_HIDDEN;
 /* An idle worker asks the bubble strategy for work (strategies/registry.c): 1 if it made
  * some visible to w. */
 int ma_strategy_vp_idle(struct ma_worker *w) MA_HIDDEN;
+/* t, running on w and marked stray by the strategy, yields: the strategy may move it
+ * back (move_req) or clear the mark. */
+void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 
 /* ---- worker.c ---- */
 void ma_worker_kick(struct ma_worker *w) MA_HIDDEN;

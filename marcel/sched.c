@@ -112,6 +112,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		if (ma_stack_bind(w, next)) {
 			/* Out of memory for a stack: leave it queued for later and let the worker
 			 * do something else; nothing is lost. */
+			__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
 			ma_entity_enqueue(&next->e);
 			if (prev == &w->idle) {
 				usleep(1000);
@@ -127,6 +128,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	if (ma_unlikely(!next->is_idle && !ma_still_ours(w, next))) {
 		/* Moved since we took it: it goes there now rather than after a run here (it
 		 * would only follow the move at its next yield). */
+		__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
 		ma_entity_enqueue(&next->e);
 		if (prev == &w->idle)
 			return;
@@ -139,6 +141,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);
 	/* Release: load estimates read next's fields through it (strategies/common_steal.c). */
 	__atomic_store_n(&w->current, next, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
 	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
 	atomic_store_explicit(&prev->e.cpu_ns,
@@ -337,6 +340,8 @@ int marcel_yield(void)
 		return EPERM;
 	struct marcel_task *cur = w->current;
 	ma_timers_poll(w);
+	if (ma_unlikely(atomic_load_explicit(&cur->stray, memory_order_relaxed)))
+		ma_strategy_stray(w, cur);
 	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
 			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed) ||
 			atomic_load_explicit(&cur->leave_req, memory_order_relaxed) ||
@@ -511,6 +516,7 @@ void ma_idle_loop(void *from, void *arg)
 		ma_timers_poll(w);
 		struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 		if (next) {
+			__atomic_store_n(&w->picked, next, __ATOMIC_RELEASE);
 			w->idle.post = MA_POST_NONE;
 			ma_switch_to(w, &w->idle, next);
 			continue;

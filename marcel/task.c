@@ -121,6 +121,8 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	atomic_store_explicit(&t->leave_req, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->hosts_seed, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->move_req, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+	t->stray_yields = 0;
 	memset(t->rd_held, 0, sizeof(t->rd_held));
 	t->rd_untracked = 0;
 	if (ma_likely(w && w->nb_tasks < MA_TASK_POOL_MAX)) {

@@ -108,7 +108,12 @@ unsigned long ma_sl_running(const struct ma_runqueue *rq, const struct ma_worker
 		 * recycled under us, so read as little of it as possible (its bubble is not
 		 * reused before ma_estimate_end: ma_estimates_quiesce). */
 		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
-		if (o == self || !cur || cur == &o->idle)
+		if (o == self)
+			continue;
+		/* Between taking a thread and running it, the idle context holds it. */
+		if (!cur || cur == &o->idle)
+			cur = __atomic_load_n(&o->picked, __ATOMIC_ACQUIRE);
+		if (!cur)
 			continue;
 		struct ma_holder *h = __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED);
 		if (except && h == &except->hold)
@@ -338,7 +343,26 @@ int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_ac
 	return 0;
 }
 
-int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg)
+struct ma_runqueue *ma_sl_bubble_home(const struct ma_entity *e)
+{
+	struct ma_bubble *b = ma_entity_parent(e);
+	if (!b || b == ma_root_bubble || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_OPENED)
+		return NULL;
+	struct ma_holder *h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_RELAXED);
+	return h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : NULL;
+}
+
+static enum ma_sl_kin ma_sl_kin_of(const struct ma_entity *e, const struct ma_runqueue *mine,
+				   const struct ma_runqueue *victim)
+{
+	struct ma_runqueue *home = ma_sl_bubble_home(e);
+	if (home && ma_sl_within(home, mine))
+		return MA_SL_HOMING;
+	return home && ma_sl_within(home, victim) ? MA_SL_BOUND : MA_SL_LOOSE;
+}
+
+int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, const struct ma_runqueue *mine,
+		      const struct ma_runqueue *victim, enum ma_sl_kin kin, ma_sl_accept accept, void *arg)
 {
 	if (from == to || !__atomic_load_n(&from->nr_ready, __ATOMIC_RELAXED))
 		return 0;
@@ -350,12 +374,19 @@ int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_ac
 				continue;
 			struct marcel_task *t = ma_task_of_entity(e);
 			if (t->pinned || atomic_load_explicit(&t->suspend_req, memory_order_relaxed) ||
-			    e->sched_holder != &from->hold || !accept(1, 1, arg))
+			    e->sched_holder != &from->hold || ma_sl_kin_of(e, mine, victim) != kin ||
+			    !accept(1, 1, arg))
 				continue;
+			/* Home beside its bubble's threads, if we serve that queue. */
+			struct ma_runqueue *dest = to, *home = kin == MA_SL_HOMING ? ma_sl_bubble_home(e) : NULL;
+			if (home && home != from && ma_sl_within(to, home))
+				dest = home;
 			/* As ma_entity_move_to_holder: off the old queue and re-targeted under its
 			 * lock, then queued on the new one. */
 			ma_rq_dequeue_locked(from, e);
-			__atomic_store_n(&e->sched_holder, &to->hold, __ATOMIC_RELEASE);
+			if (kin != MA_SL_LOOSE)
+				atomic_store_explicit(&t->stray, kin == MA_SL_BOUND, memory_order_relaxed);
+			__atomic_store_n(&e->sched_holder, &dest->hold, __ATOMIC_RELEASE);
 			ma_spin_unlock(&from->hold.lock);
 			MA_TRACE(MA_TR_STEAL, t->id, from->level->id, from->name);
 			ma_entity_enqueue(e);

@@ -56,8 +56,20 @@ typedef int (*ma_sl_accept)(unsigned threads, unsigned visible, void *arg);
  * `to`, closed. 1 if one was taken. */
 int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept,
 		      void *arg) MA_HIDDEN;
-/* Takes a thread queued on `from` (not pinned) and queues it on `to`. 1 if one was taken. */
-int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept,
+/* Where a queued thread's bubble burst, seen from a thief whose side is `mine` stealing
+ * from subtree `victim`: taking a HOMING thread brings it back beside its bubble's other
+ * threads, taking a BOUND one separates it from them, a LOOSE one (main, a thread of no
+ * bubble, or of one opened elsewhere) makes no difference. */
+enum ma_sl_kin { MA_SL_HOMING, MA_SL_LOOSE, MA_SL_BOUND };
+/* The queue thread e's bubble burst on, NULL if none (main, the root's threads, a bubble
+ * held closed in another). e must be queued on a locked queue or be the caller, so that
+ * its bubble cannot go; the bubble's holder is read unlocked (it only guides a choice). */
+struct ma_runqueue *ma_sl_bubble_home(const struct ma_entity *e) MA_HIDDEN;
+/* Takes a thread of kin `kin` queued on `from` (not pinned) and queues it on `to`, or, if
+ * HOMING and `to` lies below the queue its bubble burst on, on that queue. A BOUND thread
+ * is marked stray (marcel_task.stray), a HOMING one no longer. 1 if one was taken. */
+int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, const struct ma_runqueue *mine,
+		      const struct ma_runqueue *victim, enum ma_sl_kin kin, ma_sl_accept accept,
 		      void *arg) MA_HIDDEN;
 
 /* Makes closed bubble b scheduled on rq without queuing it there, so that the caller can

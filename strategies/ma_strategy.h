@@ -34,6 +34,8 @@ struct ma_strategy {
 	void (*shake)(struct ma_bubble *b);
 	/* An idle worker found nothing: 1 if it made work visible to w (then w looks again). */
 	int (*vp_is_idle)(struct ma_worker *w);
+	/* A thread it marked stray (marcel_task.stray) yields on w; NULL clears the mark. */
+	void (*stray)(struct ma_worker *w, struct marcel_task *t);
 	/* b's regeneration period expired (NULL: regenerate it). */
 	void (*tick)(struct ma_bubble *b);
 	/* find_next met closed bubble b at the head of rq (rq locked; read only). NULL: serve. */

@@ -226,3 +226,12 @@ int ma_strategy_vp_idle(struct ma_worker *w)
 	const struct ma_strategy *s = ma_strategy();
 	return s && s->vp_is_idle ? s->vp_is_idle(w) : 0;
 }
+
+void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
+{
+	const struct ma_strategy *s = ma_strategy();
+	if (s && s->stray)
+		s->stray(w, t);
+	else
+		atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
+}

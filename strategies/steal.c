@@ -13,7 +13,12 @@
  * An idle VP walks up its path: at each level, the sibling subtrees whose load per VP is
  * above its own side's, most loaded first; from one that has more threads than VPs it
  * takes a queued closed bubble (to its own side's queue at that level), failing that a
- * queued thread (to its own queue). It takes nothing that would leave its side above the
+ * queued thread (to its own queue): first one whose bubble burst on the thief's side (it
+ * goes back there), then one whose bubble is not on the victim's side (main, for one),
+ * last one taken from beside its bubble's other threads. That one is a stray: at its
+ * yields it goes back to its bubble's queue as soon as there is room there, so that a
+ * bubble lent out while its side was overloaded is whole again once the load is gone
+ * (ma_steal_stray). It takes nothing that would leave its side above the
  * victim: that is what keeps two half-loaded subtrees from passing a bubble back and
  * forth. Loads count threads where they belong (their queue), not where they happen to
  * run: a thread on its way to another subtree is not stolen back.
@@ -184,13 +189,19 @@ static int ma_steal_from(struct ma_worker *w, struct ma_runqueue *mine, struct m
 	/* Whole bubbles first: they keep their threads together on our side. */
 	for (unsigned i = 0; i < n && !got; i++)
 		got = ma_sl_take_bubble(qs[i], mine, ma_steal_accept, c);
-	/* Measured again: another thief may have just brought a bubble to our side. */
-	if (!got) {
-		c->mine = (long long)ma_sl_load_exact(mine, w);
-		c->victim = (long long)ma_sl_load_exact(S, w);
-	}
-	for (unsigned i = 0; i < n && !got; i++)
-		got = ma_steal_starved(qs[i]) && ma_sl_take_thread(qs[i], &w->rq, ma_steal_accept, c);
+	/* Then single threads: first those whose bubble burst on our side (they go back to
+	 * it), then those no bubble misses, and only then one taken from beside its bubble's
+	 * other threads. Each try measures both sides again just before: another thief may
+	 * have brought work to our side, and the kernel may have kept this VP off its
+	 * processor since the walk (then its figures are stale by milliseconds). */
+	for (int kin = MA_SL_HOMING; kin <= MA_SL_BOUND && !got; kin++)
+		for (unsigned i = 0; i < n && !got; i++) {
+			if (!__atomic_load_n(&qs[i]->nr_ready, __ATOMIC_RELAXED) || !ma_steal_starved(qs[i]))
+				continue;
+			c->mine = (long long)ma_sl_load_exact(mine, w);
+			c->victim = (long long)ma_sl_load_exact(S, w);
+			got = ma_sl_take_thread(qs[i], &w->rq, mine, S, (enum ma_sl_kin)kin, ma_steal_accept, c);
+		}
 	free(qs);
 	return got;
 }
@@ -232,6 +243,48 @@ static int ma_steal_vp_idle(struct ma_worker *w)
 	}
 	ma_steal_clock_maybe();
 	return 0;
+}
+
+/* Strays look at their way home every this many yields. */
+#define MA_STEAL_STRAY_EVERY 16
+
+/* A thread taken from beside its bubble's other threads (a BOUND steal) goes back to its
+ * bubble's queue at a yield, once a VP is free there or that side would be no busier
+ * per VP than the one it runs on is now: one thread of slack, so that two threads stolen
+ * crosswise (each side full with the other's) swap back. Without this, a bubble whose
+ * threads were spread while its side was overloaded stays spread once the load is gone,
+ * and a theft made on stale figures (a VP the kernel kept off its processor) separates
+ * it for good: nothing else moves a thread that always finds a VP. */
+static void ma_steal_stray(struct ma_worker *w, struct marcel_task *t)
+{
+	if (++t->stray_yields % MA_STEAL_STRAY_EVERY)
+		return;
+	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+	struct ma_runqueue *home = ma_sl_bubble_home(&t->e);
+	/* Gathered into a bubble, its bubble closed or gone, or already on its side. */
+	if (!h || h->type != MA_RUNQUEUE_HOLDER || !home || ma_path_index(w, home) >= 0) {
+		atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+		return;
+	}
+	/* The two sides: the children, on our path and on home's, of the lowest queue of our
+	 * path that home lies under (the machine's at worst). */
+	unsigned i = 1;
+	while (i < w->path_len && !ma_sl_within(home, w->path[i]))
+		i++;
+	if (i >= w->path_len)
+		return;
+	struct ma_runqueue *here = w->path[i - 1], *there = home;
+	while (there->father && there->father != w->path[i])
+		there = there->father;
+	/* Moved meanwhile (the move takes it elsewhere at this yield anyway). */
+	if (!ma_sl_within(ma_rq_of_holder(h), here))
+		return;
+	long long lh = (long long)ma_sl_load(here, NULL), lt = (long long)ma_sl_load(there, NULL);
+	long long vh = ma_sl_nb_vps(here), vt = ma_sl_nb_vps(there);
+	if (lt + 1 > vt && (lt + 1) * vh > lh * vt)
+		return;
+	atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+	ma_entity_move_to_holder(&t->e, &home->hold);
 }
 
 static void ma_steal_heartbeat(void)
@@ -286,5 +339,6 @@ const struct ma_strategy ma_strategy_steal = {
 	.submit = ma_steal_submit,
 	.tick = ma_steal_tick,
 	.vp_is_idle = ma_steal_vp_idle,
+	.stray = ma_steal_stray,
 	.sched = ma_steal_sched,
 };

@@ -376,16 +376,6 @@ END_TEST
  * within two bubble time slices. */
 static int group_stop[4];
 
-static any_t group_fn(any_t arg)
-{
-	int *flag = arg;
-	unsigned long n = 0;
-	while (!__atomic_load_n(flag, __ATOMIC_RELAXED))
-		if (++n % 256 == 0)
-			marcel_yield();
-	return NULL;
-}
-
 /* The NUMA node (item id) a sub-bubble's running threads are on, -1 if none runs or they
  * straddle nodes. */
 static int group_node(const struct marcel_snapshot *s, marcel_t *t)
@@ -424,7 +414,7 @@ START_TEST(regeneration)
 		ck_assert_int_eq(marcel_bubble_setschedlevel(&sub[i], MARCEL_LEVEL_NUMA), 0);
 		ck_assert_int_eq(marcel_bubble_insertbubble(&outer, &sub[i]), 0);
 		for (int k = 0; k < 4; k++) {
-			ck_assert_int_eq(marcel_create_dontsched(&t[i * 4 + k], NULL, group_fn, &group_stop[i]), 0);
+			ck_assert_int_eq(marcel_create_dontsched(&t[i * 4 + k], NULL, ma_test_busy_flag, &group_stop[i]), 0);
 			ck_assert_int_eq(marcel_bubble_inserttask(&sub[i], t[i * 4 + k]), 0);
 		}
 	}

@@ -150,12 +150,109 @@ START_TEST(idle_vps_steal_threads)
 }
 END_TEST
 
+/* Threads a bubble had to lend out come back once their side has room. */
+#define NS 6
+static int stray_stop[NS];
+
+/* The live (not stopped) threads among t[0..n), returned, and how many of them are
+ * scheduled under VP 0's NUMA node (*home; on[i] says which). */
+static int count_at_home(const marcel_t *t, int n, int *home, int *on)
+{
+	struct marcel_snapshot *s = marcel_sched_snapshot();
+	ck_assert_ptr_nonnull(s);
+	int node = -1, live = 0;
+	for (unsigned q = 0; q < s->nb_queues && node < 0; q++)
+		if (s->queues[q].vp == 0)
+			node = queue_node(s, (int)q);
+	ck_assert_int_ge(node, 0);
+	*home = 0;
+	for (int i = 0; i < n; i++) {
+		on[i] = 0;
+		if (__atomic_load_n(&stray_stop[i], __ATOMIC_RELAXED))
+			continue;
+		int e = marcel_snapshot_find_thread(s, t[i]);
+		ck_assert_int_ge(e, 0);
+		live++;
+		on[i] = queue_node(s, s->entities[e].queue) == node;
+		*home += on[i];
+	}
+	marcel_sched_snapshot_free(s);
+	return live;
+}
+
+static marcel_bubble_t stray_b;
+static marcel_t stray_t[NS];
+
+/* Runs on VP 0, so that the bubble starts on VP 0's node. */
+static any_t stray_waker(any_t arg)
+{
+	(void)arg;
+	ck_assert_int_eq(marcel_bubble_init(&stray_b), 0);
+	ck_assert_int_eq(marcel_bubble_setschedlevel(&stray_b, MARCEL_LEVEL_NUMA), 0);
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &stray_b), 0);
+	for (int i = 0; i < NS; i++) {
+		__atomic_store_n(&stray_stop[i], 0, __ATOMIC_RELAXED);
+		ck_assert_int_eq(marcel_create(&stray_t[i], &a, ma_test_busy_flag, &stray_stop[i]), 0);
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&stray_b), 0);
+	return NULL;
+}
+
+/* Six busy threads of one bubble on a node of four VPs: too many for any node, it bursts
+ * there, and the idle node borrows two of them. Once two of the four left at home end,
+ * home has room again and the borrowed threads go back beside their bubble's others:
+ * nothing else would bring them back, since where they are each of them has a VP. */
+START_TEST(strays_go_home)
+{
+	ma_test_init_with("numa:2 core:4", "steal");
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	marcel_t *t = stray_t;
+	marcel_attr_t wa = ma_test_attr_on_vp(0);
+	marcel_t w;
+	ck_assert_int_eq(marcel_create(&w, &wa, stray_waker, NULL), 0);
+	ck_assert_int_eq(marcel_join(w, NULL), 0);
+	int on[NS], under = 0, tries = 0;
+	while (tries++ < 1000) {
+		count_at_home(t, NS, &under, on);
+		if (under <= NS - 2)
+			break;
+		marcel_usleep(5000);
+	}
+	ck_assert_msg(under <= NS - 2, "node 1 never borrowed threads (%d of %d on node 0)", under, NS);
+	/* Two of those still at home end. */
+	for (int i = 0, ended = 0; i < NS && ended < 2; i++)
+		if (on[i]) {
+			__atomic_store_n(&stray_stop[i], 1, __ATOMIC_RELAXED);
+			ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+			ended++;
+		}
+	int live = 0;
+	for (tries = 0; tries < 1000; tries++) {
+		live = count_at_home(t, NS, &under, on);
+		if (under == live)
+			break;
+		marcel_usleep(5000);
+	}
+	ck_assert_msg(under == live, "only %d of the %d threads left came back to node 0", under, live);
+	for (int i = 0; i < NS; i++)
+		if (!__atomic_load_n(&stray_stop[i], __ATOMIC_RELAXED)) {
+			__atomic_store_n(&stray_stop[i], 1, __ATOMIC_RELAXED);
+			ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+		}
+	ck_assert_int_eq(marcel_bubble_join(&stray_b), 0);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("place_steal");
 	TCase *tc = tcase_create("steal");
 	tcase_add_test(tc, idle_node_steals_bubble);
 	tcase_add_test(tc, idle_vps_steal_threads);
+	tcase_add_test(tc, strays_go_home);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);

@@ -75,13 +75,25 @@ static inline void ma_test_init_with(const char *topology, const char *sched)
  * every few microseconds (cooperative mode), so a test can sample where they run. */
 static int ma_test_busy_stop;
 
-static inline any_t ma_test_busy(any_t arg)
+static inline any_t ma_test_busy_until(int *stop)
 {
 	unsigned long n = 0;
-	while (!__atomic_load_n(&ma_test_busy_stop, __ATOMIC_RELAXED))
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
 		if (++n % 256 == 0)
 			marcel_yield();
+	return NULL;
+}
+
+static inline any_t ma_test_busy(any_t arg)
+{
+	ma_test_busy_until(&ma_test_busy_stop);
 	return arg;
+}
+
+/* The same with a flag of its own (arg: an int, set to stop). */
+static inline any_t ma_test_busy_flag(any_t arg)
+{
+	return ma_test_busy_until(arg);
 }
 
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
