@@ -143,10 +143,8 @@ int main(int argc, char **argv)
 	struct bench_opts o;
 	bench_parse(argc, argv, &o);
 	/* Long runs: fewer repetitions than the micro-benchmarks. */
-	if (o.reps == BENCH_DEFAULT_REPS)
-		o.reps = 5;
-	else if (o.reps == BENCH_FULL_REPS)
-		o.reps = 11;
+	if (!o.reps_set)
+		o.reps = o.full ? 11 : 5;
 	if (o.reps > MAX_RUNS)
 		bench_fail("--reps %d: at most %d for this program", o.reps, MAX_RUNS);
 	char self[PATH_MAX];

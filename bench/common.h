@@ -27,6 +27,7 @@
 struct bench_opts {
 	int reps;      /* repetitions per measurement (median taken over them) */
 	int full;      /* --full: more repetitions (and programs may use larger N) */
+	int reps_set;  /* --reps was given (programs with their own defaults keep it) */
 };
 
 static inline void bench_usage(const char *prog)
@@ -41,7 +42,7 @@ static inline void bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	o->reps = BENCH_DEFAULT_REPS;
 	o->full = 0;
-	int reps_set = 0;
+	o->reps_set = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--full")) {
 			o->full = 1;
@@ -51,12 +52,12 @@ static inline void bench_parse(int argc, char **argv, struct bench_opts *o)
 			if (*end || r < 1 || r > 10000)
 				bench_usage(argv[0]);
 			o->reps = (int)r;
-			reps_set = 1;
+			o->reps_set = 1;
 		} else {
 			bench_usage(argv[0]);
 		}
 	}
-	if (o->full && !reps_set)
+	if (o->full && !o->reps_set)
 		o->reps = BENCH_FULL_REPS;
 }
 

@@ -214,6 +214,7 @@ struct ma_worker {
 	struct ma_runqueue **path;        /* own queue first, machine last */
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
+	unsigned long nr_seed_runs;       /* seeds run inline so far (the CPU clock sees them) */
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
 	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
 	/* The thread the idle context took off a queue and is switching to: from the take
@@ -253,8 +254,10 @@ struct ma_worker {
 /* ---- global state ---- */
 
 /* cpuclock.c: the coarse clock CPU time is charged with (ns, set every millisecond by a
- * helper thread while the runtime runs). */
+ * helper thread while switches are frequent; MA_CPU_CLOCK_PRECISE while they are rare:
+ * then read ma_clock_ns()). Read it with ma_cpu_clock_now() (ma_sync.h). */
 extern _Atomic uint64_t ma_cpu_clock MA_HIDDEN;
+#define MA_CPU_CLOCK_PRECISE UINT64_MAX
 int ma_cpu_clock_start(void) MA_HIDDEN;
 void ma_cpu_clock_stop(void) MA_HIDDEN;
 

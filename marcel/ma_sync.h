@@ -23,6 +23,25 @@ static inline uint64_t ma_clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Now, on the clock CPU time is charged with (cpuclock.c): the helper's word, or the
+ * clock itself while switches are rare. */
+static inline uint64_t ma_cpu_clock_now(void)
+{
+	uint64_t c = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
+	return ma_likely(c != MA_CPU_CLOCK_PRECISE) ? c : ma_clock_ns();
+}
+
+/* The CPU clock's time since *start, which becomes now; 0 if the clock is behind *start
+ * (just back to the coarse word, which lags by up to a period: *start then stays). */
+static inline uint64_t ma_cpu_clock_lap(uint64_t *start)
+{
+	uint64_t now = ma_cpu_clock_now(), s = *start;
+	if (ma_unlikely(now < s))
+		return 0;
+	*start = now;
+	return now - s;
+}
+
 static inline uint64_t ma_deadline_in(uint64_t ns)
 {
 	uint64_t now = ma_clock_ns();

@@ -61,11 +61,10 @@ static size_t ma_stack_left(char *lo)
 /* Charges the worker's clock since the last switch to the thread that ran meanwhile. */
 static void ma_seed_charge(struct ma_worker *w, struct marcel_task *ran)
 {
-	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed);
-	atomic_store_explicit(&ran->e.cpu_ns,
-			      atomic_load_explicit(&ran->e.cpu_ns, memory_order_relaxed) + (now - w->run_start),
+	uint64_t lap = ma_cpu_clock_lap(&w->run_start);
+	atomic_store_explicit(&ran->e.cpu_ns, atomic_load_explicit(&ran->e.cpu_ns, memory_order_relaxed) + lap,
 			      memory_order_relaxed);
-	w->run_start = now;
+	__atomic_store_n(&w->nr_seed_runs, w->nr_seed_runs + 1, __ATOMIC_RELAXED);
 }
 
 /* t, claimed by self on w, becomes the worker's current thread on self's stack. */

@@ -242,6 +242,64 @@ START_TEST(bubble_barrier)
 }
 END_TEST
 
+/* Runs for arg milliseconds of wall time; yields at every step if *yields. */
+struct cpu_run {
+	unsigned ms;
+	int yields;
+};
+
+static any_t run_for(any_t arg)
+{
+	const struct cpu_run *r = arg;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (r->yields)
+			marcel_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) < r->ms * 1000000LL);
+	return NULL;
+}
+
+/* The CPU time of n threads on VP 0 running r in a bubble of their own, once ended. */
+static long long cpu_of_run(int n, const struct cpu_run *r)
+{
+	marcel_bubble_t b;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	marcel_attr_t a = ma_test_attr_on_vp(0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &b), 0);
+	marcel_t t[2];
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(marcel_create(&t[i], &a, run_for, (any_t)r), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	long long v;
+	ck_assert_int_eq(marcel_bubble_stats_get(&b, MARCEL_STATS_CPU_TIME, &v), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	return v;
+}
+
+/* CPU time is charged from the clock itself while switches are rare, from a word a
+ * helper keeps while they are frequent (cpuclock.c), and right across the change: a
+ * thread that runs 60 ms without switching, then two that switch all the time for 60
+ * ms, are charged their time (a thread's time is what it spent as its VP's current
+ * thread, so a kernel preemption of the VP counts: only the lower bound is tight). */
+START_TEST(cpu_time_charged)
+{
+	ma_test_init();
+	static const struct cpu_run alone = { 60, 0 }, switching = { 60, 1 };
+	for (int round = 0; round < 2; round++) {
+		long long v = cpu_of_run(1, &alone);
+		ck_assert_msg(v >= 55000000 && v < 1000000000, "a 60 ms run without switches charged %lld ns", v);
+		v = cpu_of_run(2, &switching);
+		ck_assert_msg(v >= 55000000 && v < 1000000000, "two 60 ms runs switching all along charged %lld ns", v);
+	}
+	marcel_end();
+}
+END_TEST
+
 START_TEST(stats_and_snapshot)
 {
 	ma_test_init();
@@ -690,6 +748,7 @@ static void populate_api(TCase *tc)
 	tcase_add_test(tc, children_bubbles);
 	tcase_add_test(tc, bubble_barrier);
 	tcase_add_test(tc, stats_and_snapshot);
+	tcase_add_test(tc, cpu_time_charged);
 }
 
 int main(void)
