@@ -4,7 +4,10 @@
  * to the kernel (simple) and in OpenMP, all run by this program in the same minutes, the
  * variants interleaved repetition by repetition. The figure of each run is the time the
  * program itself prints (the iterations, not start-up), in ns; the line gives the median
- * over the repetitions. Every run's checksum must equal the others' (else exit 1).
+ * over the repetitions, and as the ratio the median of the repetitions' own ratios: the
+ * variants of one repetition run back to back, so the speed of this VM, which drifts by
+ * 30% within minutes, cancels out of each (the ratio of the two medians is printed too).
+ * Every run's checksum must equal the others' (else exit 1).
  *
  *   conduction_bubbles, advection_bubbles: one stripe per processor, default strategy;
  *   conduction_dynamic_bubbles: --imbalance (a costly band of rows moving across the
@@ -18,6 +21,7 @@
 #include "common.h"
 
 #define MAX_RUNS 64
+#define MAX_VARIANTS 4
 
 static char examples[PATH_MAX + 16];
 
@@ -90,13 +94,23 @@ static void compare(const char *name, const char *stencil, const char *args, con
 		if (strcmp(vs[i].sum, vs[0].sum))
 			bench_fail("%s: %s printed checksum %s, marcel %s", name, vs[i].peer, vs[i].sum,
 				   vs[0].sum);
+	/* Before the medians: median() sorts in place. */
+	double ratios[MAX_VARIANTS][MAX_RUNS], rlo, rhi;
+	if (nv > MAX_VARIANTS)
+		bench_fail("%s: %d variants, at most %d", name, nv, MAX_VARIANTS);
+	for (int i = 1; i < nv; i++)
+		for (int r = 0; r < reps; r++)
+			ratios[i][r] = vs[i].t[r] / vs[0].t[r];
 	double mlo, mhi, m = median(vs[0].t, reps, &mlo, &mhi);
 	for (int i = 1; i < nv; i++) {
 		double plo, phi, p = median(vs[i].t, reps, &plo, &phi);
+		double ratio = median(ratios[i], reps, &rlo, &rhi);
 		printf("BENCH %s marcel_ns=%.0f peer=%s peer_ns=%.0f ratio=%.3f  # %s; %s; "
-		       "marcel %.3f..%.3f s, %s %.3f..%.3f s, median of %d, checksum %s\n",
-		       name, m, vs[i].peer, p, p / m, what, vs[0].env ? vs[0].env : "default strategy",
-		       mlo * 1e-9, mhi * 1e-9, vs[i].peer, plo * 1e-9, phi * 1e-9, reps, vs[0].sum);
+		       "marcel %.3f..%.3f s, %s %.3f..%.3f s, medians of %d; ratio: median of the "
+		       "repetitions' ratios (%.3f..%.3f; ratio of the medians %.3f), checksum %s\n",
+		       name, m, vs[i].peer, p, ratio, what, vs[0].env ? vs[0].env : "default strategy",
+		       mlo * 1e-9, mhi * 1e-9, vs[i].peer, plo * 1e-9, phi * 1e-9, reps, rlo, rhi, p / m,
+		       vs[0].sum);
 	}
 	fflush(stdout);
 }
