@@ -188,7 +188,7 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	/* main's first run is charged from now. */
-	ma_rt.workers[0].run_start = atomic_load(&ma_cpu_clock);
+	ma_rt.workers[0].run_start = ma_cpu_clock_now();
 	ma_bubbles_start();
 	/* Prints why on failure (an unknown MARCEL_BUBBLE_SCHEDULER lists the valid ones). */
 	if ((e = ma_strategies_start())) {

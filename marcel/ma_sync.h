@@ -31,13 +31,18 @@ static inline uint64_t ma_cpu_clock_now(void)
 	return ma_likely(c != MA_CPU_CLOCK_PRECISE) ? c : ma_clock_ns();
 }
 
-/* The CPU clock's time since *start, which becomes now; 0 if the clock is behind *start
- * (just back to the coarse word, which lags by up to a period: *start then stays). */
+/* The CPU clock's time since *start, which becomes now. The coarse word may be behind a
+ * start read from the clock itself: back from precise reads it lags by up to a period, or
+ * by more if the kernel kept the helper off the processors between its read of the clock
+ * and its store. The clock itself then settles it. */
 static inline uint64_t ma_cpu_clock_lap(uint64_t *start)
 {
 	uint64_t now = ma_cpu_clock_now(), s = *start;
-	if (ma_unlikely(now < s))
-		return 0;
+	if (ma_unlikely(now < s)) {
+		now = ma_clock_ns();
+		if (now < s)
+			return 0;
+	}
 	*start = now;
 	return now - s;
 }
