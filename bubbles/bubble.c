@@ -966,10 +966,7 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	 * thread that never switched would leave it nothing. Charge it now. */
 	struct ma_worker *w = ma_worker_self();
 	if (w && w->current == t)
-		atomic_store_explicit(&t->e.cpu_ns,
-				      atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed) +
-					      ma_cpu_clock_lap(&w->run_start),
-				      memory_order_relaxed);
+		ma_cpu_charge(w, t);
 	unsigned long long cpu = ma_task_cpu_ns(t);
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, t->id, NULL);
 	/* An insert may move it meanwhile: follow it. Between the two bubbles it has no

@@ -47,6 +47,14 @@ static inline uint64_t ma_cpu_clock_lap(uint64_t *start)
 	return now - s;
 }
 
+/* Charges t, which w ran since w->run_start, with that time (the worker's clock moves on). */
+static inline void ma_cpu_charge(struct ma_worker *w, struct marcel_task *t)
+{
+	uint64_t ran = ma_cpu_clock_lap(&w->run_start);
+	atomic_store_explicit(&t->e.cpu_ns, atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed) + ran,
+			      memory_order_relaxed);
+}
+
 static inline uint64_t ma_deadline_in(uint64_t ns)
 {
 	uint64_t now = ma_clock_ns();

@@ -143,9 +143,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	__atomic_store_n(&w->current, next, __ATOMIC_RELEASE);
 	__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
-	uint64_t ran = ma_cpu_clock_lap(&w->run_start);
-	atomic_store_explicit(&prev->e.cpu_ns, atomic_load_explicit(&prev->e.cpu_ns, memory_order_relaxed) + ran,
-			      memory_order_relaxed);
+	ma_cpu_charge(w, prev);
 	__atomic_store_n(&w->nr_switches, w->nr_switches + 1, __ATOMIC_RELAXED);
 	if (ma_unlikely(ma_tracing())) {
 		if (!prev->is_idle)

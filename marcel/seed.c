@@ -58,15 +58,6 @@ static size_t ma_stack_left(char *lo)
 	return lo && sp > lo ? (size_t)(sp - lo) : 0;
 }
 
-/* Charges the worker's clock since the last switch to the thread that ran meanwhile. */
-static void ma_seed_charge(struct ma_worker *w, struct marcel_task *ran)
-{
-	uint64_t lap = ma_cpu_clock_lap(&w->run_start);
-	atomic_store_explicit(&ran->e.cpu_ns, atomic_load_explicit(&ran->e.cpu_ns, memory_order_relaxed) + lap,
-			      memory_order_relaxed);
-	__atomic_store_n(&w->nr_seed_runs, w->nr_seed_runs + 1, __ATOMIC_RELAXED);
-}
-
 /* t, claimed by self on w, becomes the worker's current thread on self's stack. */
 static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct marcel_task *t)
 {
@@ -83,7 +74,8 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&t->last_vp, (int)w->vp, __ATOMIC_RELAXED);
-	ma_seed_charge(w, self);
+	ma_cpu_charge(w, self);
+	__atomic_store_n(&w->nr_seed_runs, w->nr_seed_runs + 1, __ATOMIC_RELAXED);
 	/* From here self waits for t like a blocked thread: a gather of its bubble does not
 	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
 	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
@@ -105,7 +97,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 {
 	/* It may have moved to another worker while it ran. */
 	struct ma_worker *w = ma_worker_self();
-	ma_seed_charge(w, t);
+	ma_cpu_charge(w, t);
 	if (ma_unlikely(ma_tracing()))
 		ma_trace_emit(MA_TR_THREAD_RUN, self->id, 0, self->name);
 	/* The stack is self's: nothing to release but the borrowed bookkeeping. */

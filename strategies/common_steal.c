@@ -352,10 +352,10 @@ struct ma_runqueue *ma_sl_bubble_home(const struct ma_entity *e)
 	return h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : NULL;
 }
 
-static enum ma_sl_kin ma_sl_kin_of(const struct ma_entity *e, const struct ma_runqueue *mine,
+/* What taking a thread whose bubble burst on `home` does (see enum ma_sl_kin). */
+static enum ma_sl_kin ma_sl_kin_of(const struct ma_runqueue *home, const struct ma_runqueue *mine,
 				   const struct ma_runqueue *victim)
 {
-	struct ma_runqueue *home = ma_sl_bubble_home(e);
 	if (home && ma_sl_within(home, mine))
 		return MA_SL_HOMING;
 	return home && ma_sl_within(home, victim) ? MA_SL_BOUND : MA_SL_LOOSE;
@@ -374,13 +374,13 @@ int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, const st
 				continue;
 			struct marcel_task *t = ma_task_of_entity(e);
 			if (t->pinned || atomic_load_explicit(&t->suspend_req, memory_order_relaxed) ||
-			    e->sched_holder != &from->hold || ma_sl_kin_of(e, mine, victim) != kin ||
-			    !accept(1, 1, arg))
+			    e->sched_holder != &from->hold)
+				continue;
+			struct ma_runqueue *home = ma_sl_bubble_home(e);
+			if (ma_sl_kin_of(home, mine, victim) != kin || !accept(1, 1, arg))
 				continue;
 			/* Home beside its bubble's threads, if we serve that queue. */
-			struct ma_runqueue *dest = to, *home = kin == MA_SL_HOMING ? ma_sl_bubble_home(e) : NULL;
-			if (home && home != from && ma_sl_within(to, home))
-				dest = home;
+			struct ma_runqueue *dest = kin == MA_SL_HOMING && ma_sl_within(to, home) ? home : to;
 			/* As ma_entity_move_to_holder: off the old queue and re-targeted under its
 			 * lock, then queued on the new one. */
 			ma_rq_dequeue_locked(from, e);
