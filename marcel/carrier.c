@@ -195,10 +195,20 @@ static void ma_main_carrier_entry(void *from, void *arg)
 	abort();
 }
 
+/* A zeroed carrier. Its descriptor is cache-line aligned (ma_sched.h), which calloc's
+ * alignment is not. */
+static struct ma_carrier *ma_carrier_alloc(void)
+{
+	struct ma_carrier *c = aligned_alloc(_Alignof(struct ma_carrier), sizeof(*c));
+	if (c)
+		memset(c, 0, sizeof(*c));
+	return c;
+}
+
 /* A new carrier whose kernel thread starts with command cmd for worker w. */
 static struct ma_carrier *ma_carrier_spawn(struct ma_worker *w)
 {
-	struct ma_carrier *c = calloc(1, sizeof(*c));
+	struct ma_carrier *c = ma_carrier_alloc();
 	if (!c)
 		return NULL;
 	ma_carrier_init_self(c);
@@ -280,7 +290,7 @@ int ma_carriers_start(void)
 
 	/* The main thread's carrier: it runs VP 0 now; its own context is only needed once
 	 * main's kernel thread must wait as a spare. */
-	struct ma_carrier *c = calloc(1, sizeof(*c));
+	struct ma_carrier *c = ma_carrier_alloc();
 	if (!c)
 		return ENOMEM;
 	ma_carrier_init_self(c);

@@ -122,6 +122,10 @@ struct ma_carrier;
 struct ma_seed_run;
 struct ma_bubble;
 
+/* Aligned on a cache line: descriptors are carved from shared chunks and move between
+ * the VPs' pools, and at 464 bytes the end of one shared a line with the head of the next
+ * (the entity, which other VPs read), so two VPs running neighbours wrote each other's
+ * lines. */
 struct marcel_task {
 	struct ma_entity e;               /* first: a task is an entity */
 	ma_ctx_t ctx;
@@ -185,7 +189,7 @@ struct marcel_task {
 	size_t asan_size;
 	/* ThreadSanitizer fiber of this context (unused in normal builds; ma_sanitizer.h). */
 	void *tsan_fiber;
-};
+} __attribute__((aligned(64)));
 
 /* Someone waiting for an event: a marcel task (blocks in the scheduler) or a kernel thread
  * that is not a marcel thread (blocks on the futex word). */
