@@ -3,7 +3,7 @@
  * four single-PU cores: VPs 0-3 on one node, 4-7 on the other), seen through snapshots:
  * bubbles that never ran are balanced over the nodes, one VP per thread; after a shake,
  * every thread goes back to the VP it last ran on, even where a fresh placement would
- * choose another.
+ * choose another; on a full machine, a bubble that never ran stays with its waker.
  */
 #include <errno.h>
 #include "ma_test.h"
@@ -168,12 +168,58 @@ START_TEST(never_run_balanced)
 }
 END_TEST
 
+static marcel_bubble_t level;
+static marcel_t level_t[2];
+
+/* Wakes a bubble of two threads that never ran from VP 5 of a full machine, and returns
+ * where they were sent (read before it yields: nothing else can have moved them). */
+static any_t waker_fn(any_t arg)
+{
+	int *vp = arg;
+	make_bubble(&level, level_t, 2);
+	ck_assert_int_eq(marcel_wake_up_bubble(&level), 0);
+	thread_vps(level_t, 2, vp);
+	return NULL;
+}
+
+/* Required: when every VP is busy, a bubble that never ran goes whole to the VP of the
+ * thread that woke it (a nested fork-join's level, whose joiner runs its seeds inline
+ * from there), not to the first VP of the machine. */
+START_TEST(full_machine_keeps_new_bubble_with_waker)
+{
+	start_cache();
+	__atomic_store_n(&pin_stop, 0, __ATOMIC_RELAXED);
+	marcel_t pin[7];
+	for (unsigned v = 0, k = 0; v < 8; v++) {
+		if (v == 5)
+			continue;
+		marcel_attr_t a = ma_test_attr_on_vp(v);
+		ck_assert_int_eq(marcel_create(&pin[k++], &a, pinned_fn, NULL), 0);
+	}
+	marcel_usleep(10000);
+	int vp[2] = { -1, -1 };
+	marcel_attr_t a = ma_test_attr_on_vp(5);
+	marcel_t w;
+	ck_assert_int_eq(marcel_create(&w, &a, waker_fn, vp), 0);
+	ck_assert_int_eq(marcel_join(w, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(vp[i] == 5, "thread %d of the new bubble went to VP %d, not to its waker's VP 5", i,
+			      vp[i]);
+	__atomic_store_n(&pin_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 7; i++)
+		ck_assert_int_eq(marcel_join(pin[i], NULL), 0);
+	finish(&level, level_t, 2);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("place_cache");
 	TCase *tc = tcase_create("cache");
 	tcase_add_test(tc, shake_returns_home);
 	tcase_add_test(tc, never_run_balanced);
+	tcase_add_test(tc, full_machine_keeps_new_bubble_with_waker);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
