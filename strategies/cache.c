@@ -11,6 +11,7 @@
  * most of them) if that child has room, else to the lightest child with room; one with
  * room nowhere is burst there (its members then choose the same way), unless every child
  * is full anyway, in which case it stays whole where it ran (or on the lightest child).
+ * Among equally light children, what never ran goes to the one running its waker.
  * Entities end on VP queues: a thread on its last VP when it can, a closed bubble served
  * by one VP.
  *
