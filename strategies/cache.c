@@ -260,11 +260,9 @@ static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *
 		d->vps[k] = ma_sl_nb_vps(d->kid[k]);
 	}
 	/* Ties for what never ran go to the child running the caller, which woke it: in a
-	 * nested fork-join it is that level's joiner, which runs seeds inline only from its
-	 * own VP's path. Ties went to the first child before: on a full machine every level
-	 * woken on VP 1 was sent to VP 0, so its joiner blocked and VP 0 ran the seeds as
-	 * threads (sumtime on 2 VPs: from 120 ns up to 190 ns a spawn, depending on where
-	 * the first split fell). */
+	 * nested fork-join that is the level's joiner, which runs seeds inline only from its
+	 * own VP's path. Sent to another VP on a full machine, they would run there as
+	 * threads while the joiner blocks. */
 	struct ma_worker *self = ma_worker_self();
 	int waker = self ? ma_cdist_kid_of_vp(d, (int)self->vp) : -1;
 	/* Work list: grows as bubbles burst into their members; `to`: the entities placed. */
