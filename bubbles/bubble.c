@@ -35,7 +35,6 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	b->hold.type = MA_BUBBLE_HOLDER;
 	ma_spin_init(&b->hold.lock);
 	ma_spin_init(&b->cnt_lock);
-	ma_spin_init(&b->regen_lock);
 	b->id = -1;
 	b->uid = MA_TRACE_BUBBLE_TAG | ma_new_id(ma_worker_self());
 	atomic_init(&b->status, MA_BUBBLE_CLOSED);
@@ -106,15 +105,19 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 	ma_spin_lock(&b->hold.lock);
 	int busy = b->nb_members || b->e.natural_holder || b->joining ||
 		   atomic_load(&b->status) == MA_BUBBLE_CLOSING || b->queued;
-	if (!busy)
+	int armed = 0;
+	if (!busy) {
 		b->magic = MA_BUBBLE_DESTROYED;
+		armed = ma_bubble_regen_close_locked(b);
+	}
 	ma_spin_unlock(&b->hold.lock);
 	if (in_tree)
 		ma_tree_unlock();
 	if (busy)
 		return EBUSY;
 	ma_estimates_quiesce();
-	ma_bubble_regen_close(b);
+	if (armed)
+		ma_bubble_regen_closed(b);
 	/* A strategy or the due list may still look at it for a moment: the application
 	 * frees the storage after we return. */
 	unsigned rounds = 0;
@@ -212,15 +215,20 @@ static long ma_count_capped(long n)
 	return n < ma_count_cap ? n : ma_count_cap;
 }
 
-/* Adds delta to x's count, x->cnt_lock held (released on return), and carries the
- * change of x's capped count up. The root is not counted: nobody can join it, and every
+/* Adds delta to x's count, x->cnt_lock held (released on return) and x->hold.lock held
+ * (x's members changed: ma_member_add, ma_member_del), and carries the change of x's
+ * capped count up. The root is not counted: nobody can join it, and every
  * thread would write its counter. */
 static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z)
 {
+	/* The first bubble is the one whose members changed, which the caller holds: its
+	 * joiner reads the count and publishes itself under that lock, and the caller wakes
+	 * it (ma_bubble_empty_locked). Only the bubbles above need the store-load order. */
+	int held = 1;
 	for (;;) {
 		long old = atomic_load_explicit(&x->nb_threads_sub, memory_order_relaxed);
 		long now = old + delta;
-		if (now) {
+		if (now || held) {
 			atomic_store_explicit(&x->nb_threads_sub, now, memory_order_relaxed);
 		} else {
 			/* Sequentially consistent, like the joiner's store of joining then load of
@@ -239,6 +247,7 @@ static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z
 		ma_spin_unlock(&x->cnt_lock);
 		x = p;
 		delta = up;
+		held = 0;
 	}
 }
 
@@ -626,8 +635,7 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 	 * nothing of its own to hand to the unit (ma_bubble_absorb) unless something waits
 	 * for it, or is scheduled, in b itself. A concurrent burst or gather of the unit
 	 * retargets what we start, as it does any thread of its. Where b's members go
-	 * (ma_bubble_holder_for_member, a walk up the tree) is read from a thread started
-	 * there when there is one. */
+	 * (ma_bubble_holder_for_member, a walk up the tree) is read once per pass. */
 	wp->own |= b->e.sched_holder || b->queued || !ma_list_empty(&b->cache);
 	struct ma_holder *h = NULL;
 	for (struct ma_list *l = b->members.next; l != &b->members && wp->n < MA_WAKE_BATCH; l = l->next) {
@@ -638,10 +646,14 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 		}
 		struct marcel_task *t = ma_task_of_entity(m);
 		if (b->nb_born_threads && atomic_load(&t->state) == MA_TASK_BORN) {
-			ma_bubble_start_locked(b, t, NULL);
+			if (t->placed) {
+				ma_bubble_start_locked(b, t, NULL);
+			} else {
+				if (!h)
+					h = ma_bubble_holder_for_member(b);
+				ma_bubble_start_in_locked(b, t, h);
+			}
 			wp->ready[wp->n++] = t;
-			if (!t->placed)
-				h = __atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED);
 		}
 		wp->own |= __atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED) == &b->hold;
 	}
@@ -655,8 +667,7 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 static void ma_bubble_wake_finish(struct ma_bubble *b, struct ma_wake_pass *wp)
 {
 	for (;;) {
-		for (unsigned i = 0; i < wp->n; i++)
-			ma_entity_enqueue(&wp->ready[i]->e);
+		ma_tasks_enqueue(wp->ready, wp->n);
 		if (wp->subs || wp->n < MA_WAKE_BATCH)
 			break;
 		ma_spin_lock(&b->hold.lock);

@@ -17,20 +17,18 @@ static void ma_cache_put(struct ma_bubble *b, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
 }
 
-/* Adds ready thread e to closed bubble b's cache; queues b on its run queue if it was not
- * and b is CLOSED and placed. 0 if e's sched holder is no longer b. */
-static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
+/* Adds ready thread e to closed bubble b's cache (b locked); queues b on its run queue if
+ * it was not and b is CLOSED and placed. -1 if e's sched holder is no longer b (nothing
+ * done), else 1 if e came back to b closing and must be counted (ma_cache_counted_back),
+ * 0 if not. */
+static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 {
-	ma_spin_lock(&b->hold.lock);
-	if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &b->hold) {
-		ma_spin_unlock(&b->hold.lock);
-		return 0;
-	}
+	if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &b->hold)
+		return -1;
 	if (ma_unlikely(atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_OPENED)) {
 		/* Burst while we were on our way: its members live on its queue now. */
 		__atomic_store_n(&e->sched_holder, b->e.sched_holder, __ATOMIC_RELEASE);
-		ma_spin_unlock(&b->hold.lock);
-		return 0;
+		return -1;
 	}
 	ma_cache_put(b, e);
 	struct ma_holder *h = b->e.sched_holder;
@@ -40,13 +38,27 @@ static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
 		/* b's sched holder cannot change while we hold b: this succeeds. */
 		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
 	}
-	int back = 0;
-	if (e->type == MA_TASK_ENTITY && atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING &&
-	    ma_task_of_entity(e)->leave_unit == b && atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
-		back = 1;
-	ma_spin_unlock(&b->hold.lock);
-	if (back && atomic_fetch_sub(&b->nb_out, 1) == 1)
+	return e->type == MA_TASK_ENTITY && atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING &&
+	       ma_task_of_entity(e)->leave_unit == b && atomic_exchange(&ma_task_of_entity(e)->leave_req, 0);
+}
+
+/* n threads that came back to closing b (b unlocked) are no longer out. */
+static void ma_cache_counted_back(struct ma_bubble *b, unsigned n)
+{
+	if (n && atomic_fetch_sub(&b->nb_out, n) == n)
 		ma_bubble_check_closed(b);
+}
+
+/* Adds ready thread e to closed bubble b's cache (ma_cache_add_locked). 0 if e's sched
+ * holder is no longer b. */
+static int ma_bubble_cache_add(struct ma_bubble *b, struct ma_entity *e)
+{
+	ma_spin_lock(&b->hold.lock);
+	int r = ma_cache_add_locked(b, e);
+	ma_spin_unlock(&b->hold.lock);
+	if (r < 0)
+		return 0;
+	ma_cache_counted_back(b, (unsigned)r);
 	return 1;
 }
 
@@ -120,6 +132,37 @@ void ma_entity_enqueue(struct ma_entity *e)
 	}
 }
 
+void ma_tasks_enqueue(struct marcel_task *const *ts, unsigned n)
+{
+	for (unsigned i = 0; i < n;) {
+		struct ma_holder *h = __atomic_load_n(&ts[i]->e.sched_holder, __ATOMIC_ACQUIRE);
+		if (h->type != MA_BUBBLE_HOLDER || i + 1 == n) {
+			ma_entity_enqueue(&ts[i++]->e);
+			continue;
+		}
+		/* A run of threads bound for the same cache: the threads of a recursion's level,
+		 * started together by a wake-up. Those whose holder changed meanwhile go one by
+		 * one. */
+		struct ma_bubble *b = ma_bubble_of_holder(h);
+		struct marcel_task *missed[MA_ENQUEUE_BATCH];
+		unsigned nmissed = 0, back = 0;
+		ma_spin_lock(&b->hold.lock);
+		do {
+			int r = ma_cache_add_locked(b, &ts[i]->e);
+			if (r < 0)
+				missed[nmissed++] = ts[i];
+			else
+				back += (unsigned)r;
+			i++;
+		} while (i < n && nmissed < MA_ENQUEUE_BATCH &&
+			 __atomic_load_n(&ts[i]->e.sched_holder, __ATOMIC_ACQUIRE) == h);
+		ma_spin_unlock(&b->hold.lock);
+		ma_cache_counted_back(b, back);
+		for (unsigned k = 0; k < nmissed; k++)
+			ma_entity_enqueue(&missed[k]->e);
+	}
+}
+
 /* Takes b off rq's list if it is queued there (b locked; takes rq). */
 static void ma_bubble_unqueue(struct ma_bubble *b)
 {
@@ -185,6 +228,11 @@ void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct m
 		if (rq && h->type == MA_RUNQUEUE_HOLDER)
 			h = &rq->hold;
 	}
+	ma_bubble_start_in_locked(b, t, h);
+}
+
+void ma_bubble_start_in_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_holder *h)
+{
 	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
 	b->nb_born_threads--;
 	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);

@@ -72,9 +72,9 @@ struct ma_bubble {
 	/* Regeneration (regen.c). */
 	unsigned long timeslice_us;
 	struct ma_timer regen_timer;      /* armed by the worker that burst it */
-	ma_spinlock_t regen_lock;         /* serialises arming and cancelling regen_timer */
 	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
-	unsigned char regen_closed;       /* going away: never armed again (regen_lock) */
+	unsigned char regen_closed;       /* going away: never armed again; arming and
+					     cancelling regen_timer happen under hold.lock */
 	struct ma_list regen_node;        /* due list (regen.c), under its lock */
 	unsigned char regen_queued;
 	/* References from code that keeps a pointer after releasing the lock that made the
@@ -165,6 +165,9 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 /* Makes BORN thread t of b (locked, woken or forced) READY where it is to run; the caller
  * queues it once b is unlocked. */
 void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq) MA_HIDDEN;
+/* The same for a thread that is not placed, b woken: h is ma_bubble_holder_for_member(b),
+ * read once for all the threads a wake-up starts. */
+void ma_bubble_start_in_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_holder *h) MA_HIDDEN;
 /* A thread ended: out of its bubble (may complete a join or free a children bubble). */
 void ma_bubble_task_exit(struct marcel_task *t) MA_HIDDEN;
 /* Whether b is in the subtree of anc (b == anc included). Caller keeps the tree still. */
@@ -220,6 +223,10 @@ void ma_task_back(struct marcel_task *t) MA_HIDDEN;
 /* Queues ready entity e (a thread, or a closed placed bubble) on its sched_holder: a run
  * queue, or a closed bubble's cache (which queues the bubble if needed). */
 void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
+/* Queues the n ready threads of ts as ma_entity_enqueue would, taking a bubble cache's
+ * lock once for each run of threads bound for it. */
+enum { MA_ENQUEUE_BATCH = 64 };
+void ma_tasks_enqueue(struct marcel_task *const *ts, unsigned n) MA_HIDDEN;
 /* Where a new member of b (locked) is scheduled: b's run queue if b is opened, else the
  * holder of b's closed unit (the topmost closed bubble above b under an opened one). */
 struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b) MA_HIDDEN;
@@ -259,6 +266,10 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_regen_cancel(struct ma_bubble *b) MA_HIDDEN;
 /* Cancels for good: b is going away, nothing arms it again. */
 void ma_bubble_regen_close(struct ma_bubble *b) MA_HIDDEN;
+/* The same in two steps, for a caller that holds b's lock anyway: the first (b locked)
+ * closes it and says whether it may be armed, the second (b unlocked) is then needed. */
+int ma_bubble_regen_close_locked(struct ma_bubble *b) MA_HIDDEN;
+void ma_bubble_regen_closed(struct ma_bubble *b) MA_HIDDEN;
 /* Regenerates b now: gather, then re-submit when every thread is back. */
 int ma_bubble_regenerate(struct ma_bubble *b) MA_HIDDEN;
 

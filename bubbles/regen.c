@@ -55,15 +55,16 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
 	 * due together, each gathering a part of what the outermost one gathers. */
 	if (!b->timeslice_us && ma_regen_covered(b))
 		return;
-	/* Arming and cancelling are serialised per bubble, so a cancel never runs between
+	/* Arming and cancelling are serialised per bubble (under its lock, which
+	 * marcel_bubble_destroy holds anyway to close it), so a cancel never runs between
 	 * the flag and the timer's insertion (the timer would then outlive the cancel). */
-	ma_spin_lock(&b->regen_lock);
+	ma_spin_lock(&b->hold.lock);
 	if (!b->regen_closed && !atomic_load(&b->regen_armed)) {
 		b->regen_timer.owner = w;
 		atomic_store(&b->regen_armed, 1);
 		ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
 	}
-	ma_spin_unlock(&b->regen_lock);
+	ma_spin_unlock(&b->hold.lock);
 }
 
 static void ma_regen_cancel_locked(struct ma_bubble *b)
@@ -82,17 +83,31 @@ static void ma_regen_cancel_locked(struct ma_bubble *b)
 
 void ma_bubble_regen_cancel(struct ma_bubble *b)
 {
-	ma_spin_lock(&b->regen_lock);
+	ma_spin_lock(&b->hold.lock);
 	ma_regen_cancel_locked(b);
-	ma_spin_unlock(&b->regen_lock);
+	ma_spin_unlock(&b->hold.lock);
+}
+
+int ma_bubble_regen_close_locked(struct ma_bubble *b)
+{
+	b->regen_closed = 1;
+	return atomic_load_explicit(&b->regen_armed, memory_order_relaxed) != 0;
+}
+
+void ma_bubble_regen_closed(struct ma_bubble *b)
+{
+	/* Never armed again: only the due list may still clear the flag meanwhile, and the
+	 * exchange in the cancel settles which of us unlinks it. */
+	ma_regen_cancel_locked(b);
 }
 
 void ma_bubble_regen_close(struct ma_bubble *b)
 {
-	ma_spin_lock(&b->regen_lock);
-	b->regen_closed = 1;
-	ma_regen_cancel_locked(b);
-	ma_spin_unlock(&b->regen_lock);
+	ma_spin_lock(&b->hold.lock);
+	int armed = ma_bubble_regen_close_locked(b);
+	ma_spin_unlock(&b->hold.lock);
+	if (armed)
+		ma_bubble_regen_closed(b);
 }
 
 int ma_bubble_regenerate(struct ma_bubble *b)

@@ -109,14 +109,18 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	t->inline_run = NULL;
 	__atomic_store_n(&w->current, self, __ATOMIC_RELEASE);
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
-	atomic_store(&self->hosts_seed, 0);
+	/* No fence: a gather that still reads 1 does not wait for self, as one that read it
+	 * a moment earlier would not have; self then finds its unit moved at its next check
+	 * (ma_task_still_ours below, or at a switch). */
+	atomic_store_explicit(&self->hosts_seed, 0, memory_order_relaxed);
 	*w->errno_loc = self->saved_errno;
-	/* Asked back by a gather of its bubble while it ran: it has left for good. Read
-	 * after its death (state DEAD) and the sequentially consistent store of hosts_seed
-	 * above, against the gather's store of leave_req then load of state (holder.c,
-	 * ma_gather_out): one of the two sees the other. Most seeds never were asked, and
-	 * the exchange in ma_task_back costs a locked instruction. */
-	if (atomic_load(&t->leave_req))
+	/* Asked back by a gather of its bubble while it ran: it has left for good. A gather
+	 * asks a thread (ma_gather_out) while it walks its bubble's members under that
+	 * bubble's lock, and t left its bubble under the same lock (ma_bubble_task_exit):
+	 * either the gather came first and that lock shows us its leave_req, or it came
+	 * after and did not find t. Most seeds never were asked, and the exchange in
+	 * ma_task_back costs a locked instruction. */
+	if (atomic_load_explicit(&t->leave_req, memory_order_relaxed))
 		ma_task_back(t);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
