@@ -1018,7 +1018,10 @@ static void ma_bubble_free_now(struct ma_bubble *cb)
 
 void ma_bubble_unref(struct ma_bubble *b)
 {
-	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1 || !b->implicit)
+	/* Read first: an application's bubble may be freed as soon as its count drops to 0
+	 * (marcel_bubble_destroy waits for that, then returns). */
+	int implicit = b->implicit;
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1 || !implicit)
 		return;
 	/* Only an implicit bubble let go of reaches 0: it held one for itself until then. */
 	b->magic = MA_BUBBLE_DESTROYED;

@@ -741,6 +741,47 @@ START_TEST(burst_counts_blocked_threads)
 }
 END_TEST
 
+/* A bubble's regeneration timer never outlives the bubble: destroy closes it under the
+ * bubble's lock, which arming takes too, and cancels it if it may be armed. Bubbles with
+ * a slice far below the time their threads run are burst, armed, regenerated and
+ * re-armed over and over, then joined and destroyed and their storage freed at once:
+ * a timer or a due-list entry left behind would write into freed memory (reported by
+ * the AddressSanitizer build) or fire into a reused bubble. */
+static any_t spin_yielding(any_t arg)
+{
+	const long rounds = *(const long *)arg;
+	for (long i = 0; i < rounds; i++)
+		marcel_yield();
+	return NULL;
+}
+
+START_TEST(regeneration_timer_never_outlives_destroy)
+{
+	ma_test_init_with("numa:2 core:4", "burst");
+	long rounds = 2000 / ma_test_scale_div();
+	for (int it = 0; it < 150; it++) {
+		marcel_bubble_t *b = malloc(sizeof(*b));
+		ck_assert_ptr_nonnull(b);
+		ck_assert_int_eq(marcel_bubble_init(b), 0);
+		ck_assert_int_eq(marcel_bubble_settimeslice(b, 50 + 50 * (it % 4)), 0);
+		marcel_attr_t a;
+		ck_assert_int_eq(marcel_attr_init(&a), 0);
+		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, b), 0);
+		marcel_t t[3];
+		for (int k = 0; k < 3; k++)
+			ck_assert_int_eq(marcel_create(&t[k], &a, spin_yielding, &rounds), 0);
+		ck_assert_int_eq(marcel_wake_up_bubble(b), 0);
+		for (int k = 0; k < 3; k++)
+			ck_assert_int_eq(marcel_join(t[k], NULL), 0);
+		ck_assert_int_eq(marcel_bubble_join(b), 0);
+		ck_assert_int_eq(marcel_bubble_destroy(b), 0);
+		memset(b, 0xa5, sizeof(*b));
+		free(b);
+	}
+	marcel_end();
+}
+END_TEST
+
 static void populate_api(TCase *tc)
 {
 	tcase_add_test(tc, errors);
@@ -768,6 +809,7 @@ int main(void)
 	tcase_add_test(tc, placed_threads_start_where_asked);
 	tcase_add_test(tc, move_while_threads_end);
 	tcase_add_loop_test(tc, burst_counts_blocked_threads, 0, 2);
+	tcase_add_test(tc, regeneration_timer_never_outlives_destroy);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
