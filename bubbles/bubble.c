@@ -823,9 +823,18 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 		b->joiner = &wt;
 	}
 	int placed = b->queued || b->e.sched_holder;
+	int closing = atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING;
 	ma_spin_unlock(&b->hold.lock);
 	if (wait) {
 		ma_waiter_wait(&wt);
+		placed = 1;
+	}
+	/* A regeneration may still be closing it, or handing it back to the strategy once
+	 * closed (ma_bubble_ref): what that places must be taken out below. */
+	if (wait || closing || atomic_load(&b->refs)) {
+		unsigned rounds = 0;
+		while (atomic_load(&b->status) == MA_BUBBLE_CLOSING || atomic_load(&b->refs))
+			ma_spin_backoff(&rounds);
 		placed = 1;
 	}
 	/* Empty: take it out of the scheduler and of its bubble. */

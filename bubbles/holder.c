@@ -38,15 +38,25 @@ static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 		/* b's sched holder cannot change while we hold b: this succeeds. */
 		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
 	}
-	return e->type == MA_TASK_ENTITY && atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING &&
-	       ma_task_of_entity(e)->leave_unit == b && atomic_exchange(&ma_task_of_entity(e)->leave_req, 0);
+	if (e->type != MA_TASK_ENTITY || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_CLOSING ||
+	    ma_task_of_entity(e)->leave_unit != b || !atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
+		return 0;
+	/* Taken while e keeps b alive: once unlocked, e may run and end, and b be joined,
+	 * before we count e back (see ma_bubble_ref). */
+	ma_bubble_ref(b);
+	return 1;
 }
 
-/* n threads that came back to closing b (b unlocked) are no longer out. */
+/* n threads that came back to closing b (b unlocked, and referenced once for each, by
+ * ma_cache_add_locked) are no longer out. */
 static void ma_cache_counted_back(struct ma_bubble *b, unsigned n)
 {
-	if (n && atomic_fetch_sub(&b->nb_out, n) == n)
+	if (!n)
+		return;
+	if (atomic_fetch_sub(&b->nb_out, n) == n)
 		ma_bubble_check_closed(b);
+	for (unsigned i = 0; i < n; i++)
+		ma_bubble_unref(b);
 }
 
 /* Adds ready thread e to closed bubble b's cache (ma_cache_add_locked). 0 if e's sched
@@ -109,14 +119,19 @@ static void ma_back_quiet(struct ma_entity *c, struct ma_backs *bk)
 	if (!atomic_load_explicit(&t->leave_req, memory_order_relaxed) || !atomic_exchange(&t->leave_req, 0))
 		return;
 	struct ma_bubble *u = t->leave_unit;
+	ma_bubble_ref(u); /* see ma_bubble_ref */
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		bk->u[bk->n++] = u;
+	else
+		ma_bubble_unref(u);
 }
 
 static void ma_backs_check(struct ma_backs *bk)
 {
-	for (unsigned i = 0; i < bk->n; i++)
+	for (unsigned i = 0; i < bk->n; i++) {
 		ma_bubble_check_closed(bk->u[i]);
+		ma_bubble_unref(bk->u[i]);
+	}
 }
 
 void ma_entity_enqueue(struct ma_entity *e)
@@ -627,6 +642,7 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	atomic_store(&b->status, MA_BUBBLE_CLOSING);
 	/* Threads that come back before the walk ends must not close it early. */
 	atomic_fetch_add(&b->nb_out, 1);
+	ma_bubble_ref(b); /* see ma_bubble_ref */
 	MA_TRACE(MA_TR_BUBBLE_CLOSE, b->uid, 0, NULL);
 	struct ma_backs bk;
 	bk.n = 0;
@@ -636,6 +652,7 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	unsigned out = atomic_fetch_sub(&b->nb_out, 1) - 1;
 	if (!out)
 		ma_bubble_check_closed(b);
+	ma_bubble_unref(b);
 	return out;
 }
 
@@ -644,8 +661,12 @@ void ma_task_back(struct marcel_task *t)
 	if (!atomic_exchange(&t->leave_req, 0))
 		return;
 	struct ma_bubble *u = t->leave_unit;
+	/* u waits for t, so it is closing and cannot be destroyed yet (see
+	 * ma_bubble_ref). */
+	ma_bubble_ref(u);
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		ma_bubble_check_closed(u);
+	ma_bubble_unref(u);
 }
 
 void ma_bubble_check_closed(struct ma_bubble *b)
