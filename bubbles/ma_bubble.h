@@ -50,11 +50,15 @@ struct ma_bubble {
 					     it ended (the bubble is freed when also empty) */
 	struct ma_list members;           /* entities whose natural_holder is this bubble */
 	unsigned nb_members;
+	unsigned nb_subs;                 /* members that are bubbles: while there are none,
+					     nothing but holders of hold.lock changes
+					     nb_threads_sub (bubble.c, counting) */
 	atomic_long nb_threads_sub;       /* threads of the subtree, each sub-bubble counted up
 					     to a cap (nb_vps + 2, bubble.c): 0 exactly when
 					     the subtree has none (join waits for 0), exact up
 					     to the cap, at least the cap above it. Changed
-					     under cnt_lock, read without it */
+					     under cnt_lock (under hold.lock alone while
+					     there is no sub-bubble), read without it */
 	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent,
 					     e.natural_holder, so that a count walking up through
 					     this bubble lands on exactly one side of a move */
