@@ -264,10 +264,12 @@ static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z
 }
 
 /* Sub-bubble s enters b (added: 1) or leaves it (added: 0), b locked, s->hold.lock held
- * and s->cnt_lock held (released on return): its parent changes, and what it counts goes
- * to b (and above) hand over hand, so a count walking up through s lands on exactly one
- * side of the move. */
-static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z)
+ * and, if s_cnt (s has sub-bubbles), s->cnt_lock (released on return): its parent
+ * changes, and what it counts goes to b (and above) hand over hand, so a count walking up
+ * through s lands on exactly one side of the move. Without sub-bubbles, the only counts
+ * walking up through s are its own threads', which hold s's lock. */
+static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z,
+				      int s_cnt)
 {
 	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
 	__atomic_store_n(&s->e.natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
@@ -286,11 +288,13 @@ static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, 
 	}
 	if (n && b->counted) {
 		ma_spin_lock(&b->cnt_lock);
-		ma_spin_unlock(&s->cnt_lock);
+		if (s_cnt)
+			ma_spin_unlock(&s->cnt_lock);
 		ma_count_locked(b, added ? n : -n, z, 1);
 		return;
 	}
-	ma_spin_unlock(&s->cnt_lock);
+	if (s_cnt)
+		ma_spin_unlock(&s->cnt_lock);
 }
 
 /* Sets e's parent to b (added: 1) or takes it out of b (added: 0), b locked, and counts
@@ -312,8 +316,10 @@ static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int add
 	/* Nobody calls this with s locked: its lock comes after b's (ancestor first). */
 	struct ma_bubble *s = ma_bubble_of_entity(e);
 	ma_spin_lock(&s->hold.lock);
-	ma_spin_lock(&s->cnt_lock);
-	ma_bubble_reparent_locked(s, b, added, z);
+	int s_cnt = s->nb_subs != 0;
+	if (s_cnt)
+		ma_spin_lock(&s->cnt_lock);
+	ma_bubble_reparent_locked(s, b, added, z, s_cnt);
 	ma_spin_unlock(&s->hold.lock);
 }
 
@@ -338,10 +344,10 @@ static void ma_wake_zeroed(struct ma_zeroed *z)
  * nobody holds it: a wake-up putting a bubble with no parent and no sub-bubble into the
  * caller's bubble, the creation of a children bubble (ma_member_add_untreed), and a join
  * or a free taking a bubble out of its parent (ma_member_remove_cpu). Each checks, under
- * the parent's lock (and, to insert, the moving bubble's count lock, under which every
+ * the parent's lock (and, to insert, the moving bubble's own lock, under which every
  * change of parent happens), that the tree lock is free:
  * - what holds the tree lock to keep the tree still reads a bubble's parent under that
- *   bubble's count lock (insertentity) or a member list under its bubble's lock
+ *   bubble's lock (insertentity) or a member list under its bubble's lock
  *   (ma_start_born_rec, the snapshot), after taking the tree lock: had it done so before
  *   the check, the check would have seen the tree lock taken (it is released only once
  *   that walk is done), and if after, it sees the move done;
@@ -362,15 +368,18 @@ static int ma_tree_busy(void)
  * is taken (nothing done). */
 static int ma_member_add_untreed(struct ma_bubble *p, struct ma_bubble *s, int explicit_member)
 {
-	ma_spin_lock(&s->cnt_lock);
+	int s_cnt = s->nb_subs != 0;
+	if (s_cnt)
+		ma_spin_lock(&s->cnt_lock);
 	if (s->e.natural_holder || ma_tree_busy()) {
-		ma_spin_unlock(&s->cnt_lock);
+		if (s_cnt)
+			ma_spin_unlock(&s->cnt_lock);
 		return 0;
 	}
 	ma_list_add_tail(&p->members, &s->e.member_node);
 	p->nb_members++;
 	s->e.explicit_member = (unsigned char)explicit_member;
-	ma_bubble_reparent_locked(s, p, 1, NULL);
+	ma_bubble_reparent_locked(s, p, 1, NULL, s_cnt);
 	return 1;
 }
 
@@ -516,9 +525,9 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 			ma_tree_unlock();
 			return EINVAL;
 		}
-		ma_spin_lock(&sub->cnt_lock);
+		ma_spin_lock(&sub->hold.lock);
 		old = ma_entity_parent(e);
-		ma_spin_unlock(&sub->cnt_lock);
+		ma_spin_unlock(&sub->hold.lock);
 	} else {
 		old = ma_entity_parent(e);
 	}
@@ -780,10 +789,8 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	/* Read under the locks a wake-up without the tree lock writes them under. */
 	ma_spin_lock(&b->hold.lock);
 	int woken = b->woken;
-	ma_spin_unlock(&b->hold.lock);
-	ma_spin_lock(&b->cnt_lock);
 	int parentless = !b->e.natural_holder;
-	ma_spin_unlock(&b->cnt_lock);
+	ma_spin_unlock(&b->hold.lock);
 	if (woken) {
 		ma_tree_unlock();
 		return EALREADY;

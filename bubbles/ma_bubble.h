@@ -59,9 +59,11 @@ struct ma_bubble {
 					     to the cap, at least the cap above it. Changed
 					     under cnt_lock (under hold.lock alone while
 					     there is no sub-bubble), read without it */
-	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent,
-					     e.natural_holder, so that a count walking up through
-					     this bubble lands on exactly one side of a move */
+	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent
+					     of a bubble with sub-bubbles, e.natural_holder, so
+					     that a count walking up through this bubble lands on
+					     exactly one side of a move (a parent always changes
+					     under hold.lock too) */
 	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
 	struct ma_list cache;             /* ready threads of the subtree (closed and placed) */
 	unsigned nb_cached;               /* written under hold.lock (ma_cached_add); read
