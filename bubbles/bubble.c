@@ -35,6 +35,7 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	b->hold.type = MA_BUBBLE_HOLDER;
 	ma_spin_init(&b->hold.lock);
 	ma_spin_init(&b->cnt_lock);
+	ma_spin_init(&b->regen_lock);
 	b->id = -1;
 	b->uid = MA_TRACE_BUBBLE_TAG | ma_new_id(ma_worker_self());
 	atomic_init(&b->status, MA_BUBBLE_CLOSED);
@@ -207,15 +208,6 @@ struct ma_zeroed {
  * bubble brings added to its new parent (or taken from the old one) before the lock is
  * released. Otherwise a parent could see a sub-bubble's -1 before its +1, drop to 0 with
  * threads still inside, and release its joiner.
- *
- * A bubble without sub-bubbles (every level of a recursion, most of its life) counts its
- * threads under its own lock alone, which every change of its members holds anyway: a
- * change of its count then comes only from its own threads coming and going, and a
- * change of its parent also takes that lock (ma_entity_reparent, and the wake-up's
- * ma_member_add_untreed), so that lock orders its changes, and goes up hand over hand
- * like the count lock would. A sub-bubble enters under that lock too, after which its
- * changes and the bubble's own take the count lock. That spares a locked instruction at
- * every create and every exit in such a bubble.
  */
 static long ma_count_cap = 1;
 
@@ -224,11 +216,11 @@ static long ma_count_capped(long n)
 	return n < ma_count_cap ? n : ma_count_cap;
 }
 
-/* Adds delta to x's count, x->hold.lock held (x's members changed: ma_member_add,
- * ma_member_del) and x->cnt_lock too if cnt_held (released on return; not held: x has no
- * sub-bubble), and carries the change of x's capped count up. The root is not counted:
- * nobody can join it, and every thread would write its counter. */
-static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z, int cnt_held)
+/* Adds delta to x's count, x->cnt_lock held (released on return) and x->hold.lock held
+ * (x's members changed: ma_member_add, ma_member_del), and carries the change of x's
+ * capped count up. The root is not counted: nobody can join it, and every
+ * thread would write its counter. */
+static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z)
 {
 	/* The first bubble is the one whose members changed, which the caller holds: its
 	 * joiner reads the count and publishes itself under that lock, and the caller wakes
@@ -249,78 +241,49 @@ static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z
 		long up = ma_count_capped(now) - ma_count_capped(old);
 		struct ma_bubble *p = ma_entity_parent(&x->e);
 		if (!up || !p || !p->counted) {
-			if (cnt_held)
-				ma_spin_unlock(&x->cnt_lock);
+			ma_spin_unlock(&x->cnt_lock);
 			return;
 		}
 		ma_spin_lock(&p->cnt_lock);
-		if (cnt_held)
-			ma_spin_unlock(&x->cnt_lock);
+		ma_spin_unlock(&x->cnt_lock);
 		x = p;
 		delta = up;
 		held = 0;
-		cnt_held = 1;
 	}
 }
 
-/* Sub-bubble s enters b (added: 1) or leaves it (added: 0), b locked, s->hold.lock held
- * and, if s_cnt (s has sub-bubbles), s->cnt_lock (released on return): its parent
- * changes, and what it counts goes to b (and above) hand over hand, so a count walking up
- * through s lands on exactly one side of the move. Without sub-bubbles, the only counts
- * walking up through s are its own threads', which hold s's lock. */
-static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z,
-				      int s_cnt)
+/* Sub-bubble s enters b (added: 1) or leaves it (added: 0), s->cnt_lock held (released
+ * on return): its parent changes, and what it counts goes to b (and above) hand over
+ * hand, so a count walking up through s lands on exactly one side of the move. */
+static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z)
 {
 	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
 	__atomic_store_n(&s->e.natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
-	if (added)
-		b->nb_subs++;
-	else
-		b->nb_subs--;
-	/* The last sub-bubble leaving: b's own threads will count under b's lock alone, so a
-	 * count of s's still on its way up through b must be done with b first. Such a count
-	 * took b's count lock before it let go of s's, which we hold, and keeps it until it
-	 * is done with b: reading that lock free (acquire) shows us all it did. */
-	if (!added && !b->nb_subs && b->counted &&
-	    atomic_load_explicit(&b->cnt_lock.locked, memory_order_acquire)) {
-		ma_spin_lock(&b->cnt_lock);
-		ma_spin_unlock(&b->cnt_lock);
-	}
 	if (n && b->counted) {
 		ma_spin_lock(&b->cnt_lock);
-		if (s_cnt)
-			ma_spin_unlock(&s->cnt_lock);
-		ma_count_locked(b, added ? n : -n, z, 1);
+		ma_spin_unlock(&s->cnt_lock);
+		ma_count_locked(b, added ? n : -n, z);
 		return;
 	}
-	if (s_cnt)
-		ma_spin_unlock(&s->cnt_lock);
+	ma_spin_unlock(&s->cnt_lock);
 }
 
-/* Sets e's parent to b (added: 1) or takes it out of b (added: 0), b locked, and counts
- * what e brings along in b (and above). */
+/* Sets e's parent to b (added: 1) or takes it out of b (added: 0) and counts what e
+ * brings along in b (and above). */
 static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int added, struct ma_zeroed *z)
 {
 	if (e->type == MA_TASK_ENTITY) {
 		/* Threads change bubbles under the bubbles' locks, which the callers hold. */
 		__atomic_store_n(&e->natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
-		if (!b->counted)
-			return;
-		/* See "counting" above: without sub-bubbles, b's lock is enough. */
-		int cnt = b->nb_subs != 0;
-		if (cnt)
+		if (b->counted) {
 			ma_spin_lock(&b->cnt_lock);
-		ma_count_locked(b, added ? 1 : -1, z, cnt);
+			ma_count_locked(b, added ? 1 : -1, z);
+		}
 		return;
 	}
-	/* Nobody calls this with s locked: its lock comes after b's (ancestor first). */
 	struct ma_bubble *s = ma_bubble_of_entity(e);
-	ma_spin_lock(&s->hold.lock);
-	int s_cnt = s->nb_subs != 0;
-	if (s_cnt)
-		ma_spin_lock(&s->cnt_lock);
-	ma_bubble_reparent_locked(s, b, added, z, s_cnt);
-	ma_spin_unlock(&s->hold.lock);
+	ma_spin_lock(&s->cnt_lock);
+	ma_bubble_reparent_locked(s, b, added, z);
 }
 
 /* Wakes the joiners of bubbles that became empty of threads (no lock held). */
@@ -344,10 +307,10 @@ static void ma_wake_zeroed(struct ma_zeroed *z)
  * nobody holds it: a wake-up putting a bubble with no parent and no sub-bubble into the
  * caller's bubble, the creation of a children bubble (ma_member_add_untreed), and a join
  * or a free taking a bubble out of its parent (ma_member_remove_cpu). Each checks, under
- * the parent's lock (and, to insert, the moving bubble's own lock, under which every
+ * the parent's lock (and, to insert, the moving bubble's count lock, under which every
  * change of parent happens), that the tree lock is free:
  * - what holds the tree lock to keep the tree still reads a bubble's parent under that
- *   bubble's lock (insertentity) or a member list under its bubble's lock
+ *   bubble's count lock (insertentity) or a member list under its bubble's lock
  *   (ma_start_born_rec, the snapshot), after taking the tree lock: had it done so before
  *   the check, the check would have seen the tree lock taken (it is released only once
  *   that walk is done), and if after, it sees the move done;
@@ -363,23 +326,19 @@ static int ma_tree_busy(void)
 	return atomic_load_explicit(&ma_bubble_tree_lock.locked, memory_order_relaxed) != 0;
 }
 
-/* Links bubble s, which has no parent, into p's members (p locked, and s too unless
- * nobody else can know s yet) without the tree lock: 0 if s has a parent or the tree lock
- * is taken (nothing done). */
+/* Links bubble s, which has no parent, into p's members (p locked) without the tree lock:
+ * 0 if s has a parent or the tree lock is taken (nothing done). */
 static int ma_member_add_untreed(struct ma_bubble *p, struct ma_bubble *s, int explicit_member)
 {
-	int s_cnt = s->nb_subs != 0;
-	if (s_cnt)
-		ma_spin_lock(&s->cnt_lock);
+	ma_spin_lock(&s->cnt_lock);
 	if (s->e.natural_holder || ma_tree_busy()) {
-		if (s_cnt)
-			ma_spin_unlock(&s->cnt_lock);
+		ma_spin_unlock(&s->cnt_lock);
 		return 0;
 	}
 	ma_list_add_tail(&p->members, &s->e.member_node);
 	p->nb_members++;
 	s->e.explicit_member = (unsigned char)explicit_member;
-	ma_bubble_reparent_locked(s, p, 1, NULL, s_cnt);
+	ma_bubble_reparent_locked(s, p, 1, NULL);
 	return 1;
 }
 
@@ -525,9 +484,9 @@ int marcel_bubble_insertentity(marcel_bubble_t *pub, marcel_entity_t *e)
 			ma_tree_unlock();
 			return EINVAL;
 		}
-		ma_spin_lock(&sub->hold.lock);
+		ma_spin_lock(&sub->cnt_lock);
 		old = ma_entity_parent(e);
-		ma_spin_unlock(&sub->hold.lock);
+		ma_spin_unlock(&sub->cnt_lock);
 	} else {
 		old = ma_entity_parent(e);
 	}
@@ -789,8 +748,10 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	/* Read under the locks a wake-up without the tree lock writes them under. */
 	ma_spin_lock(&b->hold.lock);
 	int woken = b->woken;
-	int parentless = !b->e.natural_holder;
 	ma_spin_unlock(&b->hold.lock);
+	ma_spin_lock(&b->cnt_lock);
+	int parentless = !b->e.natural_holder;
+	ma_spin_unlock(&b->cnt_lock);
 	if (woken) {
 		ma_tree_unlock();
 		return EALREADY;
@@ -870,11 +831,17 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 		placed = 1;
 	}
 	/* A regeneration may still be closing it, or handing it back to the strategy once
-	 * closed (ma_bubble_ref): what that places must be taken out below. */
+	 * closed (ma_bubble_ref): what that places must be taken out below. It may wait for
+	 * us (asked back before we left b without a switch) or for a thread parked on our
+	 * worker: yield, which counts us back and lets those run. */
 	if (wait || closing || atomic_load(&b->refs)) {
 		unsigned rounds = 0;
-		while (atomic_load(&b->status) == MA_BUBBLE_CLOSING || atomic_load(&b->refs))
-			ma_spin_backoff(&rounds);
+		while (atomic_load(&b->status) == MA_BUBBLE_CLOSING || atomic_load(&b->refs)) {
+			if (self && !self->is_idle)
+				marcel_yield();
+			else
+				ma_spin_backoff(&rounds);
+		}
 		placed = 1;
 	}
 	/* Empty: take it out of the scheduler and of its bubble. */

@@ -50,20 +50,14 @@ struct ma_bubble {
 					     it ended (the bubble is freed when also empty) */
 	struct ma_list members;           /* entities whose natural_holder is this bubble */
 	unsigned nb_members;
-	unsigned nb_subs;                 /* members that are bubbles: while there are none,
-					     nothing but holders of hold.lock changes
-					     nb_threads_sub (bubble.c, counting) */
 	atomic_long nb_threads_sub;       /* threads of the subtree, each sub-bubble counted up
 					     to a cap (nb_vps + 2, bubble.c): 0 exactly when
 					     the subtree has none (join waits for 0), exact up
 					     to the cap, at least the cap above it. Changed
-					     under cnt_lock (under hold.lock alone while
-					     there is no sub-bubble), read without it */
-	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent
-					     of a bubble with sub-bubbles, e.natural_holder, so
-					     that a count walking up through this bubble lands on
-					     exactly one side of a move (a parent always changes
-					     under hold.lock too) */
+					     under cnt_lock, read without it */
+	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent,
+					     e.natural_holder, so that a count walking up through
+					     this bubble lands on exactly one side of a move */
 	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
 	struct ma_list cache;             /* ready threads of the subtree (closed and placed) */
 	unsigned nb_cached;               /* written under hold.lock (ma_cached_add); read
@@ -79,8 +73,9 @@ struct ma_bubble {
 	unsigned long timeslice_us;
 	struct ma_timer regen_timer;      /* armed by the worker that burst it */
 	atomic_int regen_armed;           /* regen_timer may be on a heap or in the due list */
-	unsigned char regen_closed;       /* going away: never armed again; arming and
-					     cancelling regen_timer happen under hold.lock */
+	ma_spinlock_t regen_lock;         /* serialises arming and cancelling regen_timer */
+	unsigned char regen_closed;       /* going away: never armed again (set, and read
+					     with regen_armed set, under hold.lock) */
 	struct ma_list regen_node;        /* due list (regen.c), under its lock */
 	unsigned char regen_queued;
 	/* References from code that keeps a pointer after releasing the lock that made the

@@ -55,16 +55,25 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b)
 	 * due together, each gathering a part of what the outermost one gathers. */
 	if (!b->timeslice_us && ma_regen_covered(b))
 		return;
-	/* Arming and cancelling are serialised per bubble (under its lock, which
-	 * marcel_bubble_destroy holds anyway to close it), so a cancel never runs between
-	 * the flag and the timer's insertion (the timer would then outlive the cancel). */
+	/* Arming and cancelling are serialised per bubble (regen_lock), so a cancel never
+	 * runs between the flag and the timer's insertion (the timer would then outlive the
+	 * cancel). Not under the bubble's lock: a timer callback waking a thread takes the
+	 * lock of the bubble caching it while it holds its timer lock, which arming takes.
+	 * The flag is set under the bubble's lock, where marcel_bubble_destroy closes the
+	 * bubble and reads the flag without taking regen_lock: a destroy that comes first
+	 * stops the arming, one that comes after sees the flag and cancels (under
+	 * regen_lock, so after the insertion). */
+	ma_spin_lock(&b->regen_lock);
 	ma_spin_lock(&b->hold.lock);
-	if (!b->regen_closed && !atomic_load(&b->regen_armed)) {
+	int arm = !b->regen_closed && !atomic_load(&b->regen_armed);
+	if (arm) {
 		b->regen_timer.owner = w;
 		atomic_store(&b->regen_armed, 1);
-		ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
 	}
 	ma_spin_unlock(&b->hold.lock);
+	if (arm)
+		ma_timer_arm(w, &b->regen_timer, ma_clock_ns() + (uint64_t)us * 1000, ma_regen_fire);
+	ma_spin_unlock(&b->regen_lock);
 }
 
 static void ma_regen_cancel_locked(struct ma_bubble *b)
@@ -83,9 +92,9 @@ static void ma_regen_cancel_locked(struct ma_bubble *b)
 
 void ma_bubble_regen_cancel(struct ma_bubble *b)
 {
-	ma_spin_lock(&b->hold.lock);
+	ma_spin_lock(&b->regen_lock);
 	ma_regen_cancel_locked(b);
-	ma_spin_unlock(&b->hold.lock);
+	ma_spin_unlock(&b->regen_lock);
 }
 
 int ma_bubble_regen_close_locked(struct ma_bubble *b)
@@ -96,9 +105,9 @@ int ma_bubble_regen_close_locked(struct ma_bubble *b)
 
 void ma_bubble_regen_closed(struct ma_bubble *b)
 {
-	/* Never armed again: only the due list may still clear the flag meanwhile, and the
-	 * exchange in the cancel settles which of us unlinks it. */
-	ma_regen_cancel_locked(b);
+	/* Never armed again; an arming that set the flag before the close may still be
+	 * inserting the timer: wait for it under regen_lock. */
+	ma_bubble_regen_cancel(b);
 }
 
 void ma_bubble_regen_close(struct ma_bubble *b)
