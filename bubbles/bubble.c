@@ -118,7 +118,7 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 		return EBUSY;
 	ma_estimates_quiesce();
 	if (armed)
-		ma_bubble_regen_closed(b);
+		ma_bubble_regen_cancel(b);
 	/* A strategy or the due list may still look at it for a moment: the application
 	 * frees the storage after we return. */
 	unsigned rounds = 0;

@@ -15,6 +15,9 @@
  *
  * Locking. One lock per holder. Order: bubble locks before run-queue locks; among
  * bubbles, ancestor first; among run queues, higher level first, then lower index.
+ * A bubble's regen_lock (arming and cancelling its regeneration timer) comes before its
+ * hold.lock and is never taken under it: timer callbacks take bubble locks under their
+ * timer lock, which arming and cancelling take.
  * find_next, which holds a run queue when it meets a bubble, only try-locks the bubble
  * and otherwise starts again in order. An entity's sched_holder changes only under the
  * lock of the holder it names; whoever queues an entity locks the holder it read and
@@ -273,10 +276,10 @@ void ma_bubble_regen_arm(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_regen_cancel(struct ma_bubble *b) MA_HIDDEN;
 /* Cancels for good: b is going away, nothing arms it again. */
 void ma_bubble_regen_close(struct ma_bubble *b) MA_HIDDEN;
-/* The same in two steps, for a caller that holds b's lock anyway: the first (b locked)
- * closes it and says whether it may be armed, the second (b unlocked) is then needed. */
+/* The same for a caller that holds b's lock anyway (b locked): closes it and says
+ * whether it may be armed, in which case ma_bubble_regen_cancel (b unlocked) must follow
+ * (an arming that set the flag first may still be inserting the timer). */
 int ma_bubble_regen_close_locked(struct ma_bubble *b) MA_HIDDEN;
-void ma_bubble_regen_closed(struct ma_bubble *b) MA_HIDDEN;
 /* Regenerates b now: gather, then re-submit when every thread is back. */
 int ma_bubble_regenerate(struct ma_bubble *b) MA_HIDDEN;
 

@@ -103,20 +103,13 @@ int ma_bubble_regen_close_locked(struct ma_bubble *b)
 	return atomic_load_explicit(&b->regen_armed, memory_order_relaxed) != 0;
 }
 
-void ma_bubble_regen_closed(struct ma_bubble *b)
-{
-	/* Never armed again; an arming that set the flag before the close may still be
-	 * inserting the timer: wait for it under regen_lock. */
-	ma_bubble_regen_cancel(b);
-}
-
 void ma_bubble_regen_close(struct ma_bubble *b)
 {
 	ma_spin_lock(&b->hold.lock);
 	int armed = ma_bubble_regen_close_locked(b);
 	ma_spin_unlock(&b->hold.lock);
 	if (armed)
-		ma_bubble_regen_closed(b);
+		ma_bubble_regen_cancel(b);
 }
 
 int ma_bubble_regenerate(struct ma_bubble *b)
