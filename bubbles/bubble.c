@@ -46,7 +46,7 @@ static void ma_bubble_setup(struct ma_bubble *b)
 	atomic_init(&b->bar_seq, 0);
 }
 
-struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
+struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_of(pub);
 	if (ma_unlikely(!b))
@@ -72,6 +72,15 @@ struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
 	return NULL;
 }
 
+struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
+{
+	struct ma_bubble *b = ma_bubble_get_raw(pub);
+	/* Acquire: seeing it public, we see what its VP wrote while it was private. */
+	if (b && ma_unlikely(atomic_load_explicit(&b->private_w, memory_order_acquire) != NULL))
+		ma_bubble_unprivate(b);
+	return b;
+}
+
 int marcel_bubble_init(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_of(pub);
@@ -79,20 +88,41 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
+	/* The storage of a private bubble that was let go of without a destroy: its VP must
+	 * forget it before it is set up again (private.c). */
+	if (__atomic_load_n(&b->magic, __ATOMIC_RELAXED) == MA_BUBBLE_MAGIC)
+		ma_bubble_private_reinit(b);
 	b->magic = 0;
 	ma_bubble_setup(b);
 	MA_TRACE(MA_TR_BUBBLE_NEW, b->uid, 0, NULL);
+	ma_bubble_private_init(b);
 	__atomic_store_n(&b->magic, MA_BUBBLE_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int marcel_bubble_destroy(marcel_bubble_t *pub)
 {
-	struct ma_bubble *b = ma_bubble_get(pub);
+	struct ma_bubble *b = ma_bubble_get_raw(pub);
 	if (!b || b->implicit)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
+	struct ma_worker *w = ma_worker_self();
+	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	if (w && o == w) {
+		/* Nobody else has seen it: its members are the seeds it still holds. */
+		if (b->nb_members || b->private_woken)
+			return EBUSY;
+		ma_private_forget(w, b);
+		b->magic = MA_BUBBLE_DESTROYED;
+		/* A load estimate may still read it through a seed that was in it. */
+		ma_estimates_quiesce();
+		/* Memory its seeds attached to it (marcel_task_attach_memory). */
+		ma_bubble_memory_free(b);
+		return 0;
+	}
+	if (o)
+		ma_bubble_unprivate(b);
 	/* Out of the tree (joined, or never woken): no membership changes, so no tree lock,
 	 * which a recursion that destroys a bubble per level would take from every VP. */
 	int in_tree = ma_entity_parent(&b->e) != NULL;
@@ -139,7 +169,7 @@ int marcel_bubble_setid(marcel_bubble_t *pub, int id)
 
 int marcel_bubble_getid(const marcel_bubble_t *pub)
 {
-	struct ma_bubble *b = ma_bubble_get((marcel_bubble_t *)pub);
+	struct ma_bubble *b = ma_bubble_get_raw((marcel_bubble_t *)pub);
 	return b ? b->id : -1;
 }
 
@@ -646,7 +676,16 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 			return;
 		}
 		struct marcel_task *t = ma_task_of_entity(m);
-		if (b->nb_born_threads && atomic_load(&t->state) == MA_TASK_BORN) {
+		if (ma_unlikely(t->private_claimed)) {
+			/* Its joiner runs it, taken while b was private (private.c): it is where
+			 * b's other threads start, as if it had been queued there and claimed. */
+			if (!h)
+				h = ma_bubble_holder_for_member(b);
+			__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
+			t->private_claimed = 0;
+		}
+		/* One being handed to an idle VP starts there once b is placed (private.c). */
+		if (b->nb_born_threads && atomic_load(&t->state) == MA_TASK_BORN && !t->private_handed) {
 			if (t->placed) {
 				ma_bubble_start_locked(b, t, NULL);
 			} else {
@@ -702,9 +741,8 @@ static void ma_bubble_wake_tree(struct ma_bubble *b)
  * the caller's woken bubble without the tree lock (see ma_member_add_untreed), and its
  * first pass (ma_wake_pass_locked) is made under the same locks. 1 if done, -1 if b was
  * woken already, 0 if the tree lock is needed. */
-static int ma_bubble_wake_untreed(struct ma_bubble *b, struct ma_wake_pass *wp)
+static int ma_bubble_wake_untreed(struct ma_bubble *b, struct marcel_task *self, struct ma_wake_pass *wp)
 {
-	struct marcel_task *self = ma_task_self();
 	struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;
 	if (!p)
 		return 0;
@@ -730,14 +768,31 @@ static int ma_bubble_wake_untreed(struct ma_bubble *b, struct ma_wake_pass *wp)
 
 int marcel_wake_up_bubble(marcel_bubble_t *pub)
 {
-	struct ma_bubble *b = ma_bubble_get(pub);
+	struct ma_bubble *b = ma_bubble_get_raw(pub);
 	if (!b || b == ma_root_bubble)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
+	struct ma_worker *w = ma_worker_self();
+	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	if (o) {
+		int r = o == w ? ma_private_wake(w, b) : -1;
+		if (r >= 0)
+			return r;
+		ma_bubble_unprivate(b);
+	}
+	struct marcel_task *self = ma_task_self();
+	/* Going into our bubble: not while it is private. */
+	if (w)
+		ma_private_before_public(w, self);
+	return ma_bubble_wake_as(b, self);
+}
+
+int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self)
+{
 	struct ma_wake_pass wp;
 	ma_wake_pass_init(&wp);
-	int quick = ma_bubble_wake_untreed(b, &wp);
+	int quick = ma_bubble_wake_untreed(b, self, &wp);
 	if (quick) {
 		if (quick < 0)
 			return EALREADY;
@@ -757,7 +812,6 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 		return EALREADY;
 	}
 	if (parentless) {
-		struct marcel_task *self = ma_task_self();
 		struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;
 		if (!p)
 			p = ma_root_bubble;
@@ -783,12 +837,19 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 
 int marcel_bubble_join(marcel_bubble_t *pub)
 {
-	struct ma_bubble *b = ma_bubble_get(pub);
+	struct ma_bubble *b = ma_bubble_get_raw(pub);
 	/* A children bubble lives and goes with its thread (and keeps no thread count). */
 	if (!b || b == ma_root_bubble || b->implicit)
 		return EINVAL;
 	if (!ma_rt.running)
 		return EPERM;
+	struct ma_worker *w = ma_worker_self();
+	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	if (o) {
+		if (o == w && ma_private_join(w, b))
+			return 0;
+		ma_bubble_unprivate(b);
+	}
 	struct marcel_task *self = ma_task_self();
 	struct ma_bubble *sp = self ? ma_entity_parent(&self->e) : NULL;
 	/* A sub-bubble of our own bubble (a level joining the bubble it woke) cannot hold
@@ -877,6 +938,10 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 {
 	if (self->children_bubble)
 		return self->children_bubble;
+	/* It goes into our bubble, and counts there: not while that one is private. */
+	struct ma_worker *w = ma_worker_self();
+	if (w && w->current == self)
+		ma_private_before_public(w, self);
 	struct ma_bubble *cb = malloc(sizeof(*cb));
 	if (!cb)
 		return NULL;
@@ -937,7 +1002,7 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 {
 	struct ma_bubble *b = NULL;
 	if (attr && attr->natural_bubble) {
-		b = ma_bubble_get(attr->natural_bubble);
+		b = ma_bubble_get_raw(attr->natural_bubble);
 		if (!b)
 			return EINVAL;
 	} else {
@@ -950,6 +1015,13 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 			b = ma_children_bubble(self);
 		if (!b)
 			b = ma_root_bubble;
+	}
+	/* A bubble private to our VP (private.c): named, or the one holding us. */
+	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	if (o) {
+		if (o == ma_worker_self() && start && ma_private_adopt(o, b, t, attr && attr->natural_bubble))
+			return 0;
+		ma_bubble_unprivate(b);
 	}
 	ma_spin_lock(&b->hold.lock);
 	ma_member_add(b, &t->e, attr && attr->natural_bubble);
@@ -995,6 +1067,10 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	if (w && w->current == t)
 		ma_cpu_charge(w, t);
 	unsigned long long cpu = ma_task_cpu_ns(t);
+	if (w && atomic_load_explicit(&b->private_w, memory_order_relaxed) == w) {
+		ma_private_task_exit(b, t, cpu);
+		return;
+	}
 	MA_TRACE(MA_TR_BUBBLE_REMOVE, b->uid, t->id, NULL);
 	/* An insert may move it meanwhile: follow it. Between the two bubbles it has no
 	 * parent for a moment, under the tree lock: wait there for the move to end. */
@@ -1224,7 +1300,8 @@ int marcel_attr_setnaturalbubble(marcel_attr_t *attr, marcel_bubble_t *b)
 {
 	if (!attr || attr->magic != MA_ATTR_MAGIC)
 		return EINVAL;
-	if (b && (!ma_bubble_get(b) || ma_bubble_of(b) == ma_root_bubble))
+	/* Naming a bubble does not touch it: a private one stays private. */
+	if (b && (!ma_bubble_get_raw(b) || ma_bubble_of(b) == ma_root_bubble))
 		return EINVAL;
 	attr->natural_bubble = b;
 	return 0;

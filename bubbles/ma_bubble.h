@@ -90,6 +90,12 @@ struct ma_bubble {
 	/* Statistics kept here rather than synthesized. */
 	_Atomic unsigned long long cpu_ended_ns; /* threads of the subtree that ended */
 	struct ma_memrange *ranges;       /* attached memory (stats.c) */
+	/* Private (private.c): the worker whose running threads alone may touch it, NULL
+	 * once public. Set at init, cleared (release) by that worker only. */
+	struct ma_worker *_Atomic private_w;
+	unsigned char private_woken;      /* woken while private: published into the waker's
+					     bubble, or joined by the waker */
+	struct marcel_task *private_waker;
 	/* Strategy scratch space (owned by the current strategy). */
 	long sp[4];
 };
@@ -167,6 +173,19 @@ static inline uint64_t ma_entity_uid(struct ma_entity *e)
 /* Validates a public bubble, initialising a MARCEL_BUBBLE_INITIALIZER one on first use.
  * NULL if it is not a bubble. */
 struct ma_bubble *ma_bubble_get(marcel_bubble_t *b) MA_HIDDEN;
+/* The same without making a private bubble public: for calls that only name it, or that
+ * handle private bubbles themselves (private.c). Inline: a level of a recursion makes
+ * half a dozen such calls. */
+struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *b) MA_HIDDEN;
+static inline struct ma_bubble *ma_bubble_get_raw(marcel_bubble_t *pub)
+{
+	struct ma_bubble *b = ma_bubble_of(pub);
+	if (ma_likely(b && __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) == MA_BUBBLE_MAGIC))
+		return b;
+	return ma_bubble_get_slow(pub);
+}
+/* Wakes b as marcel_wake_up_bubble called by `self` would (into self's bubble). */
+int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self) MA_HIDDEN;
 int ma_bubbles_start(void) MA_HIDDEN;
 void ma_bubbles_stop(void) MA_HIDDEN;
 /* Thread creation: puts t (BORN) into the bubble its attributes name and, if `start`,
@@ -269,6 +288,23 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq) MA_HIDDEN;
 /* A closed bubble whose cache ran dry while it was CLOSING: checks whether every thread is
  * back and, if so, marks it CLOSED and hands it to the strategy again. */
 void ma_bubble_check_closed(struct ma_bubble *b) MA_HIDDEN;
+
+/* ---- private.c: the levels of a recursion kept off the shared tree ---- */
+/* marcel_bubble_init of b (set up, not yet valid): private to the caller's VP if it may. */
+void ma_bubble_private_init(struct ma_bubble *b) MA_HIDDEN;
+/* marcel_bubble_init on a valid bubble's storage: a VP that counts it private forgets it. */
+void ma_bubble_private_reinit(struct ma_bubble *b) MA_HIDDEN;
+/* b, private to w (the caller's VP), is destroyed: w forgets it. */
+void ma_private_forget(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
+/* Makes b public, whoever calls: its VP publishes it, or is asked to and waited for. */
+void ma_bubble_unprivate(struct ma_bubble *b) MA_HIDDEN;
+/* Fast paths on b, private to w (the caller's VP). Each returns what it did, or -1 / 0
+ * after publishing every private bubble of w: the caller then takes the public path. */
+int ma_private_wake(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;      /* 0, EALREADY, -1 */
+int ma_private_join(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;      /* 1, 0 */
+int ma_private_adopt(struct ma_worker *w, struct ma_bubble *b, struct marcel_task *t, int explicit_member) MA_HIDDEN; /* 1, 0 */
+/* Seed t of a private bubble of w ends (the caller runs it on w). */
+void ma_private_task_exit(struct ma_bubble *b, struct marcel_task *t, unsigned long long cpu_ns) MA_HIDDEN;
 
 /* ---- regen.c ---- */
 /* Arms b's regeneration after it burst on worker w (if it has a time slice). */

@@ -14,6 +14,8 @@ int marcel_enter_blocking_section(void)
 	if (!w || w->current->is_idle)
 		return EPERM;
 	struct marcel_task *self = w->current;
+	/* The VP goes on without us: our private bubbles must not stay its. */
+	ma_private_publish_pending(w);
 	/* Leave the VP first: from the moment the spare has it, this kernel thread must not
 	 * act as its worker. On failure, take it back: nothing happened. */
 	ma_tls_worker = NULL;

@@ -249,7 +249,10 @@ static void ma_wake_unwoken(void)
 		for (unsigned i = 0; i < 64; i++) {
 			struct marcel_task *t = &chunk[i];
 			struct ma_bubble *b;
+			/* A bubble private to a VP whose threads still run is theirs to publish
+			 * (bubbles/private.c); the next pass sees it public. */
 			if (atomic_load(&t->state) == MA_TASK_BORN && (b = ma_entity_parent(&t->e)) &&
+			    !atomic_load_explicit(&b->private_w, memory_order_acquire) &&
 			    ma_bubble_start_task(b, t, NULL, 1) == 0)
 				n++;
 		}
@@ -272,12 +275,16 @@ void marcel_end(void)
 		return;
 	}
 
+	ma_private_publish_pending(w);
 	ma_wake_unwoken();
 
-	while (ma_live_threads()) {
+	for (unsigned n = 1; ma_live_threads(); n++) {
 		/* Rare and short: let the others run, and nap when nothing here is ready. */
 		/* Sleeping as a marcel thread leaves VP 0 to the others (and its timers). */
 		marcel_usleep(20);
+		/* Threads left in bubbles other VPs published since (every 10 ms or so). */
+		if (n % 512 == 0)
+			ma_wake_unwoken();
 	}
 
 	/* No user thread is left: main must not be switched out while it takes the runtime

@@ -149,6 +149,15 @@ struct marcel_task {
 	unsigned char is_main, is_idle, preemptible, dontsched;
 	unsigned char seed;               /* marcel_attr_setseed: its joiner may run it (seed.c) */
 	struct ma_seed_run *inline_run;   /* running on its joiner's stack (seed.c), else NULL */
+	/* Taken from a private bubble by its joiner (bubbles/private.c): its sched_holder is
+	 * set when that bubble is published. */
+	unsigned char private_claimed;
+	/* Being handed to an idle VP (bubbles/private.c): the wake-up publishing its bubble
+	 * leaves it to the hand-over. Written under that bubble's lock. */
+	unsigned char private_handed;
+	/* Private bubbles it woke that are still private (bubbles/private.c): published
+	 * before it ends, since publishing wakes them into its bubble. */
+	unsigned nb_private_woken;
 	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
 	int last_vp;
 	char name[MARCEL_MAXNAMESIZE];
@@ -206,6 +215,9 @@ enum ma_worker_state { MA_WORKER_BUSY, MA_WORKER_SPINNING, MA_WORKER_SLEEPING, M
 
 struct ma_stack;
 
+/* Private bubbles a worker tracks at most; past that, bubbles are public from the start. */
+#define MA_PRIVATE_MAX 48
+
 struct ma_worker {
 	unsigned vp;
 	struct marcel_task *current;
@@ -252,6 +264,15 @@ struct ma_worker {
 	 * of its own: every bubble destroy reads every worker's (ma_estimates_quiesce), and
 	 * the lines above are written at every create, exit and switch. */
 	atomic_uint est_seq __attribute__((aligned(64)));
+	/* Private bubbles (bubbles/private.c) of the threads running here, oldest first:
+	 * written by this worker only; other workers read nb_private to find work to ask
+	 * for, which they do by setting publish_req or publish_all_req. */
+	atomic_int publish_req __attribute__((aligned(64))); /* VP number + 1 of an idle VP */
+	atomic_int publish_all_req;       /* another VP waits for one of them */
+	atomic_int fed;                   /* idle, and handed work it has not reached yet */
+	atomic_int hungry;                /* in its idle loop, past the strategy's look for work */
+	_Atomic unsigned nb_private;
+	struct ma_bubble *privates[MA_PRIVATE_MAX];
 	struct ma_runqueue rq;            /* the VP's own queue */
 } __attribute__((aligned(64)));
 
@@ -302,6 +323,9 @@ struct ma_runtime {
 	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */
 	_Atomic uint64_t next_id;         /* thread and bubble ids */
 	atomic_int stopping;
+	/* Workers in their idle wait: while one is, bubbles are woken at once rather than kept
+	 * private (bubbles/private.c). */
+	atomic_uint nb_idle;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
 	/* ma_estimate_begin for callers that are not workers: one at a time. */
@@ -463,6 +487,25 @@ void ma_estimates_quiesce(void) MA_HIDDEN;
  * already published in t's link. 1 if t ran (it is dead, wt need not be waited for), 0
  * if the caller must wait for it as for any thread. */
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt) MA_HIDDEN;
+/* bubbles/private.c. Publishes every private bubble of w (the caller's VP), oldest first:
+ * done before the threads running on w switch out or end, and when asked. */
+void ma_private_publish_all(struct ma_worker *w) MA_HIDDEN;
+static inline void ma_private_publish_pending(struct ma_worker *w)
+{
+	if (ma_unlikely(atomic_load_explicit(&w->nb_private, memory_order_relaxed) != 0))
+		ma_private_publish_all(w);
+}
+/* BORN seed t is in a woken private bubble of w: takes it for its joiner to run (1), or
+ * 0 (nothing done, or every private bubble of w published: t may be READY now). */
+int ma_private_claim(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
+/* The caller (running on w) is about to add to the bubble holding it, or to wake a bubble
+ * into it, the public way: if that bubble is private, w publishes first. */
+void ma_private_before_public(struct ma_worker *w, struct marcel_task *self) MA_HIDDEN;
+/* Idle VP w asks the VPs keeping private bubbles for work: 1 if it asked any. Then
+ * ma_private_hurry waits a little for them to serve it, and has those that did not
+ * preempted. */
+int ma_private_hunt(struct ma_worker *w) MA_HIDDEN;
+void ma_private_hurry(struct ma_worker *w) MA_HIDDEN;
 /* marcel_exit in a seed running on its joiner's stack: back to ma_seed_join. */
 _Noreturn void ma_seed_exit(struct marcel_task *t, any_t retval) MA_HIDDEN;
 /* Records the main thread's stack bounds (marcel_init). */

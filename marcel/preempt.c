@@ -459,7 +459,10 @@ static pid_t ma_preempt_ran(struct ma_worker *w, pid_t *tid, uint64_t *cpu, uint
 static int ma_preempt_worthwhile(struct ma_worker *w, struct marcel_task *cur, uint64_t now)
 {
 	int prio;
+	/* Private bubbles (bubbles/private.c) may hold seeds nobody took: the yield
+	 * publishes them, and they run as queued threads would. */
 	return __atomic_load_n(&w->runnext, __ATOMIC_RELAXED) ||
+	       atomic_load_explicit(&w->nb_private, memory_order_relaxed) ||
 	       atomic_load_explicit(&w->timer_next, memory_order_relaxed) <= now ||
 	       ma_peek_next(w, __atomic_load_n(&cur->e.prio, __ATOMIC_RELAXED), &prio);
 }

@@ -209,6 +209,8 @@ void ma_task_entry(void *from, void *arg)
 
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 {
+	/* Leaving the VP: its private bubbles go public first (bubbles/private.c). */
+	ma_private_publish_pending(w);
 	ma_timers_poll(w);
 	struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 	if (!next)
@@ -335,6 +337,8 @@ int marcel_yield(void)
 	if (ma_unlikely(!w))
 		return EPERM;
 	struct marcel_task *cur = w->current;
+	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
+	ma_private_publish_pending(w);
 	ma_timers_poll(w);
 	if (ma_unlikely(atomic_load_explicit(&cur->stray, memory_order_relaxed)))
 		ma_strategy_stray(w, cur);
@@ -435,6 +439,7 @@ int marcel_yield_to(marcel_t t)
 	struct marcel_task *cur = w->current;
 	if (t == cur)
 		return 0;
+	ma_private_publish_pending(w);
 	/* Read without the lock, checked again under it. */
 	struct ma_holder *h = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED);
 	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_path_index(w, ma_rq_of_holder(h)) >= 0) {
@@ -487,6 +492,8 @@ void marcel_exit(any_t retval)
 	}
 	if (cur->inline_run)
 		ma_seed_exit(cur, retval);
+	/* What it made private and left goes into its bubble while it is still there. */
+	ma_private_publish_pending(w);
 	/* Published now, so a blocked joiner can take over this worker directly; it will
 	 * not recycle the descriptor before on_cpu clears (ma_release_exited). */
 	uintptr_t old = ma_task_end(cur, retval);
@@ -522,6 +529,15 @@ void ma_idle_loop(void *from, void *arg)
 		/* Stealing strategies look for work for this VP here. */
 		if (ma_strategy_vp_idle(w))
 			continue;
+		/* Counted idle first: a VP waking a private bubble now hands this one a seed.
+		 * Then those keeping private bubbles are asked for work (bubbles/private.c). */
+		atomic_fetch_add(&ma_rt.nb_idle, 1);
+		atomic_store_explicit(&w->hungry, 1, memory_order_relaxed);
+		if (ma_private_hunt(w))
+			ma_private_hurry(w);
 		ma_idle_wait(w);
+		atomic_store_explicit(&w->hungry, 0, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&ma_rt.nb_idle, 1, memory_order_relaxed);
+		atomic_store_explicit(&w->fed, 0, memory_order_relaxed);
 	}
 }

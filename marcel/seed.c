@@ -80,9 +80,16 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
 	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
 	 * one of the two sees the other and counts self back. */
-	atomic_store(&self->hosts_seed, 1);
-	if (atomic_load(&self->leave_req))
-		ma_task_back(self);
+	struct ma_bubble *sp = ma_entity_parent(&self->e);
+	if (sp && atomic_load_explicit(&sp->private_w, memory_order_relaxed) == w) {
+		/* No gather can reach a bubble private to this VP (bubbles/private.c); one that
+		 * comes after it is published finds the flag through the publication. */
+		atomic_store_explicit(&self->hosts_seed, 1, memory_order_relaxed);
+	} else {
+		atomic_store(&self->hosts_seed, 1);
+		if (atomic_load(&self->leave_req))
+			ma_task_back(self);
+	}
 	self->saved_errno = *w->errno_loc;
 	*w->errno_loc = 0;
 	if (ma_unlikely(ma_tracing())) {
@@ -125,8 +132,11 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
 	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
-	 * it is expected, as a woken thread would, instead of running outside its unit. */
-	if (ma_unlikely(!ma_task_still_ours(w, self))) {
+	 * it is expected, as a woken thread would, instead of running outside its unit. A
+	 * bubble private to this VP was neither (bubbles/private.c). */
+	struct ma_bubble *sp = ma_entity_parent(&self->e);
+	if (ma_unlikely((!sp || atomic_load_explicit(&sp->private_w, memory_order_relaxed) != w) &&
+			!ma_task_still_ours(w, self))) {
 		self->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, self);
 	}
@@ -141,9 +151,16 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	char *lo = ma_stack_lo(self);
 	if (self->is_idle || self != wt->task || ma_stack_left(lo) < MA_SEED_STACK_MIN)
 		return 0;
-	/* Not started yet (BORN), or parked. */
-	if (atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_READY ||
-	    atomic_load_explicit(&t->suspend_req, memory_order_relaxed))
+	if (atomic_load_explicit(&t->suspend_req, memory_order_relaxed))
+		return 0;
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	/* In a bubble private to this VP (bubbles/private.c): ours without a lock. Else it
+	 * must have been started (READY); publishing private bubbles may just have done so. */
+	if (st == MA_TASK_BORN && ma_private_claim(w, t))
+		goto run;
+	if (st == MA_TASK_BORN)
+		st = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (st != MA_TASK_READY)
 		return 0;
 	if (!ma_entity_claim_ready(&t->e))
 		return 0;
@@ -154,12 +171,18 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 		ma_entity_enqueue(&t->e);
 		return 0;
 	}
+run:;
 	struct ma_seed_run run;
 	run.stack_lo = lo;
 	t->inline_run = &run;
 	ma_seed_enter(w, self, t);
 	if (sigsetjmp(run.exit, 0) == 0)
 		run.retval = t->func(t->arg);
+	/* Private bubbles it woke and left (bubbles/private.c) go into its bubble, as its
+	 * wake-ups would have put them: published while it is still there. Those it made and
+	 * left unwoken stay as an unwoken bubble would. */
+	if (ma_unlikely(t->nb_private_woken))
+		ma_private_publish_pending(ma_worker_self());
 	ma_task_finish(t, run.retval);
 	/* We are its joiner (wt is published in its link): nobody to wake, and nobody else
 	 * writes a link that names a joiner (join and detach then fail), so its death is

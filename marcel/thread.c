@@ -109,7 +109,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		return EINVAL;
 	if (attr && attr->magic != MA_ATTR_MAGIC)
 		return EINVAL;
-	if (attr && attr->natural_bubble && !ma_bubble_get(attr->natural_bubble))
+	if (attr && attr->natural_bubble && !ma_bubble_get_raw(attr->natural_bubble))
 		return EINVAL;
 	struct ma_worker *w = ma_worker_self();
 	/* The thread's own placement, if its attributes ask for one; otherwise its bubble's. */
@@ -135,6 +135,9 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->pinned = attr && attr->has_vpset;
 	t->placed = rq != NULL;
 	t->children_bubble = NULL;
+	t->nb_private_woken = 0;
+	t->private_claimed = 0;
+	t->private_handed = 0;
 	__atomic_store_n(&t->last_vp, -1, __ATOMIC_RELAXED);
 	t->func = func;
 	t->arg = arg;

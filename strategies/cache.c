@@ -474,4 +474,5 @@ const struct ma_strategy ma_strategy_cache = {
 	.start = ma_cache_start,
 	.submit = ma_cache_submit,
 	.sched = ma_cache_sched,
+	.private_levels = 1,
 };

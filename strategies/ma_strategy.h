@@ -43,6 +43,10 @@ struct ma_strategy {
 			      struct ma_runqueue **to);
 	/* Regeneration period given to bubbles that have none (0: none). */
 	unsigned long default_timeslice_us;
+	/* A bubble of seeds may stay private to the VP that woke it until another VP wants
+	 * work (bubbles/private.c): right for a strategy that keeps a woken bubble where it
+	 * started anyway. */
+	unsigned char private_levels;
 };
 
 extern const struct ma_strategy ma_strategy_null MA_HIDDEN;

@@ -341,4 +341,5 @@ const struct ma_strategy ma_strategy_steal = {
 	.vp_is_idle = ma_steal_vp_idle,
 	.stray = ma_steal_stray,
 	.sched = ma_steal_sched,
+	.private_levels = 1,
 };

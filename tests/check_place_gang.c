@@ -162,13 +162,6 @@ END_TEST
 
 static atomic_int late_ran;
 
-static any_t late_fn(any_t arg)
-{
-	(void)arg;
-	atomic_store(&late_ran, 1);
-	return NULL;
-}
-
 /* A gang woken while still empty is submitted empty, and nothing submits it again when a
  * thread is created in it later: the thread only fills its cache. The heartbeat must
  * still be going then to start it (it stopped once no gang waited, and such a thread
@@ -187,7 +180,7 @@ START_TEST(filled_after_waking)
 	ck_assert_int_eq(marcel_attr_init(&a), 0);
 	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &g), 0);
 	marcel_t t;
-	ck_assert_int_eq(marcel_create(&t, &a, late_fn, NULL), 0);
+	ck_assert_int_eq(marcel_create(&t, &a, ma_test_set_flag, &late_ran), 0);
 	/* It runs within a heartbeat or two; 5 s is a hang guard. */
 	for (int i = 0; i < 1000 && !atomic_load(&late_ran); i++)
 		marcel_usleep(5000);

@@ -7,6 +7,7 @@
 #define MA_TEST_H
 
 #include <check.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,13 @@ static inline any_t ma_test_busy(any_t arg)
 static inline any_t ma_test_busy_flag(any_t arg)
 {
 	return ma_test_busy_until(arg);
+}
+
+/* Sets the atomic_int arg points to: a thread that only says it ran. */
+static inline any_t ma_test_set_flag(any_t arg)
+{
+	atomic_store((atomic_int *)arg, 1);
+	return NULL;
 }
 
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */

@@ -68,7 +68,10 @@ enum marcel_bubble_status {
 };
 
 /** Initialises @p b: empty, closed, not woken, priority ::MA_DEF_PRIO, no scheduling level
- * (the strategy decides), id -1 until marcel_bubble_setid().
+ * (the strategy decides), id -1 until marcel_bubble_setid(). Every initialised bubble
+ * must be destroyed (marcel_bubble_destroy()) before its storage goes away (a function
+ * returning, free()): the runtime may still refer to it until then, even if nothing was
+ * ever put in it. Initialising it again instead is allowed.
  * @return 0; EINVAL if @p b is NULL; EBUSY if @p b is marcel_root_bubble. */
 int marcel_bubble_init(marcel_bubble_t *b);
 

@@ -140,11 +140,13 @@ unsigned marcel_nbvps(void);
 
 /**
  * Keeps time slicing (`MARCEL_TIMESLICE`) and the runtime's own preemption (bubble
- * regeneration) from switching the calling thread out until the matching
+ * regeneration, and an idle VP asking for the seeds of a private bubble under the `cache`
+ * and `steal` strategies) from switching the calling thread out until the matching
  * marcel_thread_preemption_enable(). Calls nest, and cost two memory accesses. The
  * thread still leaves its VP whenever it yields, blocks or enters a blocking section.
  *
- * With time slicing on, a thread may be switched out at almost any instruction of its
+ * With time slicing on, or when the runtime preempts on its own (even without a time
+ * slice), a thread may be switched out at almost any instruction of its
  * own code; never inside libc, the dynamic loader, libgcc_s or marcel. Bracket with this
  * call any code that holds a lock marcel does not know about: a pthread mutex taken by a
  * library not built against `<marcel/pthread.h>`, a C++ `std::mutex`, or a lock of libc's
