@@ -41,14 +41,13 @@ static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 	if (e->type != MA_TASK_ENTITY || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_CLOSING ||
 	    ma_task_of_entity(e)->leave_unit != b || !atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
 		return 0;
-	/* Taken while e keeps b alive: once unlocked, e may run and end, and b be joined,
-	 * before we count e back (see ma_bubble_ref). */
-	ma_bubble_ref(b);
+	/* The reference e held while it was out (ma_gather_out) is now ours: once unlocked,
+	 * e may run and end, and b be joined, before we count e back (see ma_bubble_ref). */
 	return 1;
 }
 
-/* n threads that came back to closing b (b unlocked, and referenced once for each, by
- * ma_cache_add_locked) are no longer out. */
+/* n threads that came back to closing b (b unlocked, and referenced once for each, the
+ * references they held while out) are no longer out. */
 static void ma_cache_counted_back(struct ma_bubble *b, unsigned n)
 {
 	if (!n)
@@ -118,8 +117,8 @@ static void ma_back_quiet(struct ma_entity *c, struct ma_backs *bk)
 	struct marcel_task *t = ma_task_of_entity(c);
 	if (!atomic_load_explicit(&t->leave_req, memory_order_relaxed) || !atomic_exchange(&t->leave_req, 0))
 		return;
+	/* t's reference (ma_gather_out) keeps u until ma_backs_check or below. */
 	struct ma_bubble *u = t->leave_unit;
-	ma_bubble_ref(u); /* see ma_bubble_ref */
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		bk->u[bk->n++] = u;
 	else
@@ -560,14 +559,19 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 		return;
 	atomic_fetch_add(&u->nb_out, 1);
 	t->leave_unit = u;
+	/* Held until t is counted back, wherever that is: t may meanwhile end and empty u,
+	 * and an implicit bubble emptied is let go of (ma_bubble_free_now). */
+	ma_bubble_ref(u);
 	atomic_store(&t->leave_req, 1);
 	/* It may have blocked, ended or started hosting a seed since: then it is already
 	 * back (or gone). A joiner hosting a seed does not come back before the seed ends,
 	 * and the seed may be waiting for threads of u: counted as blocked (seed.c). */
 	s = atomic_load(&t->state);
 	if ((s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) || atomic_load(&t->hosts_seed)) {
-		if (atomic_exchange(&t->leave_req, 0))
+		if (atomic_exchange(&t->leave_req, 0)) {
 			atomic_fetch_sub(&u->nb_out, 1);
+			ma_bubble_unref(u); /* not the last: the gather holds one */
+		}
 		return;
 	}
 	int vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
@@ -660,10 +664,9 @@ void ma_task_back(struct marcel_task *t)
 {
 	if (!atomic_exchange(&t->leave_req, 0))
 		return;
+	/* t's reference, taken when it was asked back (ma_gather_out), keeps u until here:
+	 * u may have been let go of meanwhile, if t emptied it. */
 	struct ma_bubble *u = t->leave_unit;
-	/* u waits for t, so it is closing and cannot be destroyed yet (see
-	 * ma_bubble_ref). */
-	ma_bubble_ref(u);
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		ma_bubble_check_closed(u);
 	ma_bubble_unref(u);
@@ -675,8 +678,10 @@ void ma_bubble_check_closed(struct ma_bubble *b)
 	int closed = atomic_load(&b->status) == MA_BUBBLE_CLOSING && !atomic_load(&b->nb_out);
 	if (closed)
 		atomic_store(&b->status, MA_BUBBLE_CLOSED);
+	/* Let go of while it closed (its last thread ended): nothing to place. */
+	int dead = ma_bubble_dead(b);
 	ma_spin_unlock(&b->hold.lock);
-	if (!closed)
+	if (!closed || dead)
 		return;
 	MA_TRACE(MA_TR_BUBBLE_CLOSED, b->uid, 0, NULL);
 	ma_bubble_resettle(b);

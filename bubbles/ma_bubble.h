@@ -103,11 +103,14 @@ struct ma_bubble {
 /* Takes a reference on b; the caller holds a lock through which b is reachable (its
  * parent's, its run queue's, the tree lock) or already holds a reference.
  *
- * Whoever counts a thread back to a closing bubble (nb_out) holds one from before its
- * decrement until ma_bubble_check_closed has handed the bubble back to the strategy:
- * meanwhile the thread may end and the bubble be joined, and marcel_bubble_join waits
- * for a bubble that is neither closing nor referenced before it takes it out of the
- * scheduler (a destroy could otherwise free it under the strategy placing it again). */
+ * A thread a gather asks back (leave_req) holds one on the unit waiting for it from the
+ * request (ma_gather_out) until it is counted back: meanwhile it may end and empty an
+ * implicit bubble, which is then let go of. Whoever counts it back (nb_out) releases
+ * that reference only once ma_bubble_check_closed has handed the bubble back to the
+ * strategy: meanwhile the thread may end and the bubble be joined, and
+ * marcel_bubble_join waits for a bubble that is neither closing nor referenced before it
+ * takes it out of the scheduler (a destroy could otherwise free it under the strategy
+ * placing it again). */
 static inline void ma_bubble_ref(struct ma_bubble *b)
 {
 	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);

@@ -155,6 +155,54 @@ START_TEST(children_bubbles)
 }
 END_TEST
 
+/* A children bubble whose owner ended, shaken while its last thread computes: the gather
+ * asks the thread back, the thread ends without switching and empties the bubble, which
+ * is let go of; its last switch then counts it back to that bubble, which must still be
+ * there (AddressSanitizer reported the use after free before the asked-back thread held
+ * a reference on it). */
+static atomic_int orphan_go, orphan_running;
+
+static any_t orphan_kid_fn(any_t arg)
+{
+	/* Asked back by a preemption request otherwise, it would come back by yielding. */
+	marcel_thread_preemption_disable();
+	atomic_store(&orphan_running, 1);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* Bounded: should it share main's VP, main must get to run in the end. */
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (!atomic_load(&orphan_go) && t.tv_sec - t0.tv_sec < 5);
+	return arg;
+}
+
+static any_t orphan_parent_fn(any_t arg)
+{
+	marcel_t *kid = arg;
+	ck_assert_int_eq(marcel_create(kid, NULL, orphan_kid_fn, NULL), 0);
+	return NULL;
+}
+
+START_TEST(shake_orphan_children_bubble)
+{
+	ma_test_init();
+	atomic_store(&orphan_go, 0);
+	atomic_store(&orphan_running, 0);
+	marcel_t p, kid;
+	ck_assert_int_eq(marcel_create(&p, NULL, orphan_parent_fn, &kid), 0);
+	ck_assert_int_eq(marcel_join(p, NULL), 0);
+	while (!atomic_load(&orphan_running))
+		marcel_usleep(1000);
+	marcel_bubble_t *cb = marcel_bubble_holding_task(kid);
+	ck_assert_ptr_nonnull(cb);
+	ck_assert_ptr_ne(cb, &marcel_root_bubble);
+	ck_assert_int_eq(marcel_bubble_shake(cb), 0);
+	atomic_store(&orphan_go, 1);
+	ck_assert_int_eq(marcel_join(kid, NULL), 0);
+	marcel_end();
+}
+END_TEST
+
 /* Nested bubbles, depth 6, 4096 threads, under every strategy. */
 static void build_tree(marcel_bubble_t *b, int depth, marcel_bubble_t **pool, marcel_t **threads)
 {
@@ -787,6 +835,7 @@ static void populate_api(TCase *tc)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, slides_example);
 	tcase_add_test(tc, children_bubbles);
+	tcase_add_test(tc, shake_orphan_children_bubble);
 	tcase_add_test(tc, bubble_barrier);
 	tcase_add_test(tc, stats_and_snapshot);
 	tcase_add_test(tc, cpu_time_charged);
