@@ -96,6 +96,7 @@ struct ma_bubble {
 	unsigned char private_woken;      /* woken while private: published into the waker's
 					     bubble, or joined by the waker */
 	struct marcel_task *private_waker;
+	unsigned private_rt;              /* ma_runtime_gen when it was made private */
 	/* Strategy scratch space (owned by the current strategy). */
 	long sp[4];
 };

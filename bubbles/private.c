@@ -62,6 +62,7 @@ void ma_bubble_private_init(struct ma_bubble *b)
 	if (n == MA_PRIVATE_MAX)
 		return;
 	w->privates[n] = b;
+	b->private_rt = ma_runtime_gen;
 	atomic_store_explicit(&b->private_w, w, memory_order_relaxed);
 	atomic_store_explicit(&w->nb_private, n + 1, memory_order_relaxed);
 }
@@ -83,17 +84,23 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b)
 		if (w->privates[i] == b) {
 			memmove(&w->privates[i], &w->privates[i + 1], (n - 1 - i) * sizeof(w->privates[0]));
 			atomic_store_explicit(&w->nb_private, n - 1, memory_order_relaxed);
+			/* Listed, so its waker is one of ours. */
+			ma_private_unwake(b);
 			break;
 		}
 	}
-	ma_private_unwake(b);
 	atomic_store_explicit(&b->private_w, NULL, memory_order_release);
 }
 
 void ma_bubble_private_reinit(struct ma_bubble *b)
 {
 	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
-	if (!o)
+	/* The storage may hold anything: left private by an earlier runtime (marcel_end,
+	 * marcel_init again), whose VPs are gone and listed nothing of this one; or never
+	 * a bubble, if an old value of the magic number is left there (check_bubbles, run
+	 * without fork, had a return address for o). Only a VP of this runtime lists b. */
+	uintptr_t off = (uintptr_t)o - (uintptr_t)ma_rt.workers;
+	if (!o || b->private_rt != ma_runtime_gen || off >= ma_rt.nb_vps * sizeof(*o) || off % sizeof(*o))
 		return;
 	if (o == ma_worker_self())
 		ma_private_forget(o, b);

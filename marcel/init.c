@@ -15,6 +15,7 @@
 #define MA_IDLE_SPIN_US 50
 
 struct ma_runtime ma_rt;
+unsigned ma_runtime_gen;
 
 static cpu_set_t ma_main_affinity;
 static int ma_main_affinity_saved;
@@ -135,6 +136,7 @@ int marcel_init(int *argc, char **argv)
 	if (ma_rt.running)
 		return EBUSY;
 	memset(&ma_rt, 0, sizeof(ma_rt));
+	ma_runtime_gen++;
 	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
 	ma_rt.idle_spin_us = MA_IDLE_SPIN_US;
 	int e = ma_options_parse(&ma_rt.opt, argc, argv);

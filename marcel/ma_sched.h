@@ -341,6 +341,9 @@ struct ma_runtime {
 };
 
 extern struct ma_runtime ma_rt MA_HIDDEN;
+/* How many runtimes this process started (marcel_init): a bubble's storage can outlive
+ * the runtime it was set up in, and its pointers into that runtime with it. */
+extern unsigned ma_runtime_gen MA_HIDDEN;
 /* The thread in a blocking section on this kernel thread (blocking.c), if any. */
 extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN;
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
