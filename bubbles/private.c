@@ -95,10 +95,10 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b)
 void ma_bubble_private_reinit(struct ma_bubble *b)
 {
 	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
-	/* The storage may hold anything: left private by an earlier runtime (marcel_end,
-	 * marcel_init again), whose VPs are gone and listed nothing of this one; or never
-	 * a bubble, if an old value of the magic number is left there (check_bubbles, run
-	 * without fork, had a return address for o). Only a VP of this runtime lists b. */
+	/* The storage may hold anything around an old magic number (check_bubbles, run
+	 * without fork, had a return address for o): only a worker of this runtime that made
+	 * b private lists it. The generation rules out an image from an earlier runtime,
+	 * whose workers array this one's may reuse. */
 	uintptr_t off = (uintptr_t)o - (uintptr_t)ma_rt.workers;
 	if (!o || b->private_rt != ma_runtime_gen || off >= ma_rt.nb_vps * sizeof(*o) || off % sizeof(*o))
 		return;
