@@ -231,6 +231,10 @@ struct ma_worker {
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
 	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
 	unsigned long nr_seed_runs;       /* seeds run inline so far (the CPU clock sees them) */
+	/* Reads of the clock itself while the CPU clock is precise, since precise_since
+	 * (cpuclock.c: frequent ones bring the coarse word back at once). */
+	uint64_t precise_since;
+	unsigned precise_reads;
 	uint64_t id_next, id_end;         /* ids this worker hands out (ma_new_id) */
 	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
 	/* The thread the idle context took off a queue and is switching to: from the take
@@ -283,7 +287,15 @@ struct ma_worker {
  * then read ma_clock_ns()). Read it with ma_cpu_clock_now() (ma_sync.h). */
 extern _Atomic uint64_t ma_cpu_clock MA_HIDDEN;
 #define MA_CPU_CLOCK_PRECISE UINT64_MAX
+/* One update per millisecond while switches are frequent: finer than the kernel's tick. */
+#define MA_CPU_CLOCK_PERIOD_NS 1000000u
+/* Below this many switches per period the clock is read at each one (about 20 ns on a
+ * VM: 0.2% of a processor at the threshold). */
+#define MA_CPU_CLOCK_FEW 100u
 int ma_cpu_clock_start(void) MA_HIDDEN;
+/* The clock itself, read by w (the caller's worker) while the word is precise; the
+ * MA_CPU_CLOCK_FEW-th read within a period makes the word coarse again at once. */
+uint64_t ma_cpu_clock_precise(struct ma_worker *w) MA_HIDDEN;
 void ma_cpu_clock_stop(void) MA_HIDDEN;
 
 /* strategies/registry.c: whether a bubble scheduler has this name (or alias), and what

@@ -31,26 +31,30 @@ static inline uint64_t ma_cpu_clock_now(void)
 	return ma_likely(c != MA_CPU_CLOCK_PRECISE) ? c : ma_clock_ns();
 }
 
-/* The CPU clock's time since *start, which becomes now. The coarse word may be behind a
- * start read from the clock itself: back from precise reads it lags by up to a period, or
- * by more if the kernel kept the helper off the processors between its read of the clock
- * and its store. The clock itself then settles it. */
-static inline uint64_t ma_cpu_clock_lap(uint64_t *start)
+/* The CPU clock's time since w->run_start, which becomes now; w is the caller's worker,
+ * whose reads of the clock itself are counted (cpuclock.c). The coarse word may be behind
+ * a start read from the clock itself: back from precise reads it lags by up to a period,
+ * or by more if the kernel kept the helper off the processors between its read of the
+ * clock and its store. The clock itself then settles it. */
+static inline uint64_t ma_cpu_clock_lap(struct ma_worker *w)
 {
-	uint64_t now = ma_cpu_clock_now(), s = *start;
+	uint64_t now = atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed), s = w->run_start;
+	if (ma_unlikely(now == MA_CPU_CLOCK_PRECISE))
+		now = ma_cpu_clock_precise(w);
 	if (ma_unlikely(now < s)) {
 		now = ma_clock_ns();
 		if (now < s)
 			return 0;
 	}
-	*start = now;
+	w->run_start = now;
 	return now - s;
 }
 
-/* Charges t, which w ran since w->run_start, with that time (the worker's clock moves on). */
+/* Charges t, which w (the caller's worker) ran since w->run_start, with that time (the
+ * worker's clock moves on). */
 static inline void ma_cpu_charge(struct ma_worker *w, struct marcel_task *t)
 {
-	uint64_t ran = ma_cpu_clock_lap(&w->run_start);
+	uint64_t ran = ma_cpu_clock_lap(w);
 	atomic_store_explicit(&t->e.cpu_ns, atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed) + ran,
 			      memory_order_relaxed);
 }
