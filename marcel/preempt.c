@@ -676,7 +676,8 @@ void ma_preempt_request(struct ma_worker *w)
 	if (!atomic_load_explicit(&ma_pt.live, memory_order_relaxed))
 		return;
 	struct ma_preempt_vp *p = &ma_pvp[w->vp];
-	struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
+	/* Acquire, as cur's is_idle is read (current is stored with release). */
+	struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_ACQUIRE);
 	if (!cur || cur->is_idle)
 		return;
 	atomic_store(&p->target, cur);

@@ -48,8 +48,10 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 	for (unsigned v = rq->level->first_vp; v < rq->level->first_vp + rq->level->nb_vps && v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *w = &ma_rt.workers[v];
 		load += __atomic_load_n(&w->rq.nr_ready, __ATOMIC_RELAXED);
-		/* A busy VP runs one thread: that is load too. */
-		const struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
+		/* A busy VP runs one thread: that is load too. Acquire: cur may be a seed that
+		 * VP has just begun to run inline, created by yet another VP (seed.c stores
+		 * current with release), and its is_idle is read. */
+		const struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_ACQUIRE);
 		load += atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
 			!cur->is_idle;
 	}
