@@ -660,16 +660,25 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	return out;
 }
 
-void ma_task_back(struct marcel_task *t)
+struct ma_bubble *ma_task_back_claim(struct marcel_task *t)
 {
-	if (!atomic_exchange(&t->leave_req, 0))
-		return;
-	/* t's reference, taken when it was asked back (ma_gather_out), keeps u until here:
-	 * u may have been let go of meanwhile, if t emptied it. */
-	struct ma_bubble *u = t->leave_unit;
+	return atomic_exchange(&t->leave_req, 0) ? t->leave_unit : NULL;
+}
+
+void ma_unit_back(struct ma_bubble *u)
+{
+	/* The thread's reference, taken when it was asked back (ma_gather_out), keeps u
+	 * until here: u may have been let go of meanwhile, if the thread emptied it. */
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		ma_bubble_check_closed(u);
 	ma_bubble_unref(u);
+}
+
+void ma_task_back(struct marcel_task *t)
+{
+	struct ma_bubble *u = ma_task_back_claim(t);
+	if (u)
+		ma_unit_back(u);
 }
 
 void ma_bubble_check_closed(struct ma_bubble *b)

@@ -31,8 +31,14 @@ static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
 	/* Its bubble is closing and waits for it (regeneration): it is back once queued in
-	 * the bubble or blocked, i.e. after what follows. */
-	int back = ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE;
+	 * the bubble, blocked or gone, i.e. after what follows. The count is claimed now,
+	 * while on_cpu still keeps the descriptor ours: once it is cleared, prev may be run
+	 * elsewhere, end and be joined, and its descriptor recycled with leave_req reset
+	 * (a regeneration soak lost a count that way, and its bubble waited for ever). A
+	 * queueing below into that closing bubble's cache then finds nothing to count. */
+	struct ma_bubble *back = NULL;
+	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE)
+		back = ma_task_back_claim(prev);
 	switch (prev->post) {
 	case MA_POST_NONE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
@@ -57,7 +63,7 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		abort();
 	}
 	if (back)
-		ma_task_back(prev);
+		ma_unit_back(back);
 }
 
 /* Work common to every context resuming after a switch (or starting). */

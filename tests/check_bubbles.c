@@ -805,7 +805,12 @@ END_TEST
  * a slice far below the time their threads run are burst, armed, regenerated and
  * re-armed over and over, then joined and destroyed and their storage freed at once:
  * a timer or a due-list entry left behind would write into freed memory (reported by
- * the AddressSanitizer build) or fire into a reused bubble. */
+ * the AddressSanitizer build) or fire into a reused bubble. Threads end while their
+ * bubble gathers them back: a count of one lost there (a descriptor recycled before its
+ * last switch counted it back, sched.c) left the bubble closing for ever and its join
+ * hanging, in 3 runs of 10 of this case under TSan with CK_FORK=no. A detached thread's
+ * descriptor is recycled by that very switch: each bubble has one too, which
+ * marcel_bubble_join waits for. */
 static any_t spin_yielding(any_t arg)
 {
 	const long rounds = *(const long *)arg;
@@ -826,9 +831,12 @@ START_TEST(regeneration_timer_never_outlives_destroy)
 		marcel_attr_t a;
 		ck_assert_int_eq(marcel_attr_init(&a), 0);
 		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, b), 0);
-		marcel_t t[3];
+		marcel_t t[4];
 		for (int k = 0; k < 3; k++)
 			ck_assert_int_eq(marcel_create(&t[k], &a, spin_yielding, &rounds), 0);
+		ck_assert_int_eq(marcel_attr_setdetachstate(&a, MARCEL_CREATE_DETACHED), 0);
+		ck_assert_int_eq(marcel_create(&t[3], &a, spin_yielding, &rounds), 0);
+		ck_assert_int_eq(marcel_attr_destroy(&a), 0);
 		ck_assert_int_eq(marcel_wake_up_bubble(b), 0);
 		for (int k = 0; k < 3; k++)
 			ck_assert_int_eq(marcel_join(t[k], NULL), 0);
@@ -869,10 +877,7 @@ int main(void)
 	tcase_add_test(tc, placed_threads_start_where_asked);
 	tcase_add_test(tc, move_while_threads_end);
 	tcase_add_loop_test(tc, burst_counts_blocked_threads, 0, 2);
-	/* Opt-in (MA_TEST_REGEN_SOAK=1): about 1 run in 10 of it hangs, a thread or a count
-	 * lost in the regenerations it provokes (doc/design.md, "Known problems"). */
-	if (getenv("MA_TEST_REGEN_SOAK"))
-		tcase_add_test(tc, regeneration_timer_never_outlives_destroy);
+	tcase_add_test(tc, regeneration_timer_never_outlives_destroy);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
