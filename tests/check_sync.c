@@ -2092,8 +2092,10 @@ static void dtor_record(any_t v)
 	/* The value is already NULL when the destructor runs. */
 	if (marcel_getspecific(dtor_key) != NULL)
 		atomic_fetch_add(&dtor_bad, 1);
-	atomic_fetch_add(&dtor_calls, 1);
+	/* The value first: a waiter for the count (a detached thread's destructor, run on
+	 * another VP) then reads it (CI saw the older value under TSan). */
 	atomic_store(&dtor_last, v);
+	atomic_fetch_add(&dtor_calls, 1);
 }
 
 static void dtor_reset(void)
