@@ -3,7 +3,7 @@
  *
  *  - examples: the POSIX original and its marcel port print the same text and exit 0
  *    (the port runs on the fixture's topology, which it inherits through the
- *    environment);
+ *    environment), and both refuse a bad worker count with status 2 and a message;
  *  - mapping: pthread-style code written with the pthread_* and sem_* names, compiled
  *    through <marcel/pthread.h>, behaves as POSIX says and runs on marcel threads.
  *
@@ -169,6 +169,53 @@ START_TEST(test_examples_same_output)
 	compare_examples("1", "1");
 	compare_examples("16", "16");
 	compare_examples("3", "--marcel-nvp 2 3");  /* marcel_init removes its own options */
+}
+END_TEST
+
+/* Runs examples/pthread_port/@p prog with @p args: it must stop with status 2 and say on
+ * stderr what was wrong, naming @p named (and the accepted range, when @p range), before
+ * printing anything on stdout. */
+static void expect_refused(const char *prog, const char *args, const char *named, int range)
+{
+	char cmd[2100], out_file[] = "/tmp/check_port-out-XXXXXX";
+	int fd = mkstemp(out_file), st;
+	ck_assert_msg(fd >= 0, "mkstemp: %s", strerror(errno));
+	close(fd);
+	/* stderr is what is captured; stdout goes to the file. */
+	snprintf(cmd, sizeof(cmd), "%s/pthread_port/%s %s 2>&1 >%s", MA_EXAMPLES_DIR, prog, args, out_file);
+	char *err = ma_test_run_capture(cmd, &st);
+	FILE *f = fopen(out_file, "r");
+	int out_empty = f != NULL && fgetc(f) == EOF;
+	if (f)
+		fclose(f);
+	unlink(out_file);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s %s: status %#x, expected exit 2; stderr:\n%s",
+		      prog, args, st, err);
+	ck_assert_msg(strstr(err, named) != NULL, "%s %s: stderr does not name %s:\n%s", prog, args, named, err);
+	ck_assert_msg(!range || strstr(err, "from 1 to 64") != NULL, "%s %s: stderr does not give the range:\n%s",
+		      prog, args, err);
+	ck_assert_msg(out_empty, "%s %s: printed on stdout although refused", prog, args);
+	free(err);
+}
+
+START_TEST(test_examples_bad_arguments)
+{
+	const char *progs[] = { "original", "ported" };
+	for (int i = 0; i < 2; i++) {
+		expect_refused(progs[i], "abc", "workers 'abc'", 1);
+		expect_refused(progs[i], "65", "workers '65'", 1);  /* no longer clamped to 64 */
+		expect_refused(progs[i], "0", "workers '0'", 1);
+		expect_refused(progs[i], "4x", "workers '4x'", 1);
+		expect_refused(progs[i], "4 5", "'5'", 0);
+	}
+	/* marcel_init refuses its own options with EINVAL, which the port turns into 2. */
+	expect_refused("ported", "--marcel-nvp abc", "--marcel-nvp", 0);
+
+	int st;
+	char *out = ma_test_run_capture(MA_EXAMPLES_DIR "/pthread_port/ported --help", &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "usage: ported [workers]") != NULL,
+		      "ported --help: status %#x:\n%s", st, out);
+	free(out);
 }
 END_TEST
 
@@ -785,6 +832,7 @@ END_TEST
 static void add_examples(TCase *tc)
 {
 	tcase_add_test(tc, test_examples_same_output);
+	tcase_add_test(tc, test_examples_bad_arguments);
 }
 
 static void add_mapping(TCase *tc)

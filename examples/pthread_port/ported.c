@@ -15,9 +15,11 @@
  * Usage: original|ported [workers] (1..64, default 4)
  */
 #include <marcel/pthread.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_WORKERS 64
 #define NTASKS 64                /* slices of [0, 1] */
@@ -177,19 +179,51 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f, "usage: %s [workers]\n"
+		   "  workers  threads sharing the work, a whole number from 1 to %d (default %d)\n",
+		prog, MAX_WORKERS, nworkers);
+}
+
+/* Reads the worker count, if given. Exits with status 0 after --help and 2 (a usage
+ * error) after a bad argument, naming it. */
+static void parse_args(int argc, char **argv)
+{
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout, prog);
+		exit(0);
+	}
+	if (argc > 2) {
+		fprintf(stderr, "%s: unexpected argument '%s': only a worker count is accepted\n", prog, argv[2]);
+		usage(stderr, prog);
+		exit(2);
+	}
+	if (argc == 2) {
+		char *end;
+		errno = 0;
+		long n = strtol(argv[1], &end, 10);
+		/* A digit first: strtol alone would take "", " 4" or "-0". */
+		if (argv[1][0] < '0' || argv[1][0] > '9' || *end != 0 || errno != 0 || n < 1 || n > MAX_WORKERS) {
+			fprintf(stderr, "%s: workers '%s': expected a whole number from 1 to %d\n", prog, argv[1],
+				MAX_WORKERS);
+			usage(stderr, prog);
+			exit(2);
+		}
+		nworkers = (int)n;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t threads[MAX_WORKERS];
 	pthread_attr_t attr;
 
-	if (marcel_init(&argc, argv) != 0)
-		return 1;
-	if (argc > 1)
-		nworkers = atoi(argv[1]);
-	if (nworkers < 1)
-		nworkers = 1;
-	if (nworkers > MAX_WORKERS)
-		nworkers = MAX_WORKERS;
+	int err = marcel_init(&argc, argv);
+	if (err != 0)  /* it said why; EINVAL: a bad --marcel-* option or MARCEL_* variable */
+		return err == EINVAL ? 2 : 1;
+	parse_args(argc, argv);
 
 	pthread_barrier_init(&phase_barrier, NULL, nworkers);
 	pthread_attr_init(&attr);
