@@ -74,4 +74,8 @@ void *cond_calloc(const struct cond_run *r, size_t n, size_t size);
 /* Exits with status 1 after "prog: what: strerror(err)" when err is not 0. */
 void cond_check(const struct cond_run *r, int err, const char *what);
 
+/* cond_check() of a call returning an error code, named in the message as written, so
+ * that a check fits on the line of its call: COND_CHECK(&run, pthread_join(t, NULL)). */
+#define COND_CHECK(r, call) cond_check((r), (call), #call)
+
 #endif

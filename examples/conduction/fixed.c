@@ -49,8 +49,7 @@ static void *stripe_thread(void *arg)
 static void start_threads(pthread_t *tids)
 {
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, pthread_create(&tids[s], NULL, stripe_thread, (void *)(long)s),
-			   "pthread_create");
+		COND_CHECK(&run, pthread_create(&tids[s], NULL, stripe_thread, (void *)(long)s));
 }
 
 int main(int argc, char **argv)
@@ -63,12 +62,12 @@ int main(int argc, char **argv)
 		cond_check(&run, ENODEV, "hwloc found no processing unit");
 	cond_alloc(&run);
 	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
-	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");
+	COND_CHECK(&run, pthread_barrier_init(&barrier, NULL, run.nthreads));
 
 	double t0 = cond_now();
 	start_threads(tids);
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, pthread_join(tids[s], NULL), "pthread_join");
+		COND_CHECK(&run, pthread_join(tids[s], NULL));
 	double seconds = cond_now() - t0;
 
 	cond_report(&run, seconds);

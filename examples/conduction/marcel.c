@@ -1,8 +1,9 @@
 /*
  * Heat conduction with POSIX threads, one per stripe (conduction.h). simple.c is the
- * pthread program and marcel.c the same program ported to marcel (the diff is in
- * doc/porting.md); fixed.c pins simple.c's threads by hand, openmp.c is the reference.
- * Here bubbles tell marcel which stripes share data; MARCEL_BUBBLE_SCHEDULER places them.
+ * pthread program, whose threads the kernel places and moves as it likes; marcel.c is the
+ * same program ported to marcel, whose bubbles tell marcel which stripes share data
+ * (MARCEL_BUBBLE_SCHEDULER places them; the diff is in doc/porting.md). fixed.c pins
+ * simple.c's threads by hand, openmp.c is the reference.
  * Usage: simple|marcel [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
  */
 #include <marcel/pthread.h>
@@ -14,6 +15,8 @@
 
 static struct cond_run run;
 static pthread_barrier_t barrier;
+static marcel_bubble_t *bubbles;  /* the tree's, at most one per thread, parents first */
+static int nbubbles;
 
 static void barrier_wait(void)
 {
@@ -34,22 +37,18 @@ static void *stripe_thread(void *arg)
 	return NULL;
 }
 
-/* Neighbouring stripes share edge rows: two or three go into a bubble, two neighbouring
- * bubbles into a bubble, and so on up to the grid (at most a bubble per thread). The tree
- * follows the data, not a machine: the strategy maps it onto the machine it runs on. */
-static marcel_bubble_t *bubbles;
-static int nbubbles;
-
+/* Neighbouring stripes share edge rows: two or three go in a bubble, two neighbouring
+ * bubbles in a bubble, and so on up to the grid. The tree follows the data, not a machine:
+ * the strategy maps it onto the machine it runs on. */
 static marcel_bubble_t *group(pthread_t *tids, int lo, int hi)
 {
 	marcel_bubble_t *b = &bubbles[nbubbles++];
 	int mid = (lo + hi) / 2, leaf = hi - lo <= 3;
-	cond_check(&run, marcel_bubble_init(b), "marcel_bubble_init");
+	COND_CHECK(&run, marcel_bubble_init(b));
 	for (int s = lo; s < hi && leaf; s++)
-		cond_check(&run, marcel_bubble_inserttask(b, tids[s]), "marcel_bubble_inserttask");
+		COND_CHECK(&run, marcel_bubble_inserttask(b, tids[s]));
 	for (int half = 0; half < 2 && !leaf; half++)
-		cond_check(&run, marcel_bubble_insertbubble(b, group(tids, half ? mid : lo, half ? hi : mid)),
-			   "marcel_bubble_insertbubble");
+		COND_CHECK(&run, marcel_bubble_insertbubble(b, group(tids, half ? mid : lo, half ? hi : mid)));
 	return b;
 }
 
@@ -57,30 +56,29 @@ static marcel_bubble_t *group(pthread_t *tids, int lo, int hi)
 static void start_threads(pthread_t *tids)
 {
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, marcel_create_dontsched(&tids[s], NULL, stripe_thread, (void *)(long)s),
-			   "marcel_create_dontsched");
+		COND_CHECK(&run, marcel_create_dontsched(&tids[s], NULL, stripe_thread, (void *)(long)s));
 	bubbles = cond_calloc(&run, run.nthreads, sizeof(*bubbles));
-	cond_check(&run, marcel_wake_up_bubble(group(tids, 0, run.nthreads)), "marcel_wake_up_bubble");
-	cond_check(&run, marcel_bubble_sched_begin(), "marcel_bubble_sched_begin");
+	COND_CHECK(&run, marcel_wake_up_bubble(group(tids, 0, run.nthreads)));
+	COND_CHECK(&run, marcel_bubble_sched_begin());
 }
 
 int main(int argc, char **argv)
 {
-	if (marcel_init(&argc, argv) != 0)
-		return 1;  /* it said why */
+	int err = marcel_init(&argc, argv);
+	if (err != 0)  /* it said why; EINVAL: a bad --marcel-* option or MARCEL_* variable */
+		return err == EINVAL ? 2 : 1;
 	cond_parse(&run, argc, argv, VARIANT);
 	cond_alloc(&run);
 	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
-	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");
+	COND_CHECK(&run, pthread_barrier_init(&barrier, NULL, run.nthreads));
 
 	double t0 = cond_now();
 	start_threads(tids);
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, pthread_join(tids[s], NULL), "pthread_join");
+		COND_CHECK(&run, pthread_join(tids[s], NULL));
 	double seconds = cond_now() - t0;
 	for (int b = nbubbles - 1; b >= 0; b--)  /* inner bubbles first: only empty ones go */
-		cond_check(&run, marcel_bubble_join(&bubbles[b]) ?: marcel_bubble_destroy(&bubbles[b]),
-			   "marcel_bubble_join/destroy");
+		COND_CHECK(&run, marcel_bubble_join(&bubbles[b]) ?: marcel_bubble_destroy(&bubbles[b]));
 
 	cond_report(&run, seconds);
 	pthread_barrier_destroy(&barrier);

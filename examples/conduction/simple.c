@@ -1,8 +1,9 @@
 /*
  * Heat conduction with POSIX threads, one per stripe (conduction.h). simple.c is the
- * pthread program and marcel.c the same program ported to marcel (the diff is in
- * doc/porting.md); fixed.c pins simple.c's threads by hand, openmp.c is the reference.
- * Here the threads are left to the kernel, which places and moves them as it likes.
+ * pthread program, whose threads the kernel places and moves as it likes; marcel.c is the
+ * same program ported to marcel, whose bubbles tell marcel which stripes share data
+ * (MARCEL_BUBBLE_SCHEDULER places them; the diff is in doc/porting.md). fixed.c pins
+ * simple.c's threads by hand, openmp.c is the reference.
  * Usage: simple|marcel [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
  */
 #include <pthread.h>
@@ -37,8 +38,7 @@ static void *stripe_thread(void *arg)
 static void start_threads(pthread_t *tids)
 {
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, pthread_create(&tids[s], NULL, stripe_thread, (void *)(long)s),
-			   "pthread_create");
+		COND_CHECK(&run, pthread_create(&tids[s], NULL, stripe_thread, (void *)(long)s));
 }
 
 int main(int argc, char **argv)
@@ -46,12 +46,12 @@ int main(int argc, char **argv)
 	cond_parse(&run, argc, argv, VARIANT);
 	cond_alloc(&run);
 	pthread_t *tids = cond_calloc(&run, run.nthreads, sizeof(*tids));
-	cond_check(&run, pthread_barrier_init(&barrier, NULL, run.nthreads), "pthread_barrier_init");
+	COND_CHECK(&run, pthread_barrier_init(&barrier, NULL, run.nthreads));
 
 	double t0 = cond_now();
 	start_threads(tids);
 	for (int s = 0; s < run.nthreads; s++)
-		cond_check(&run, pthread_join(tids[s], NULL), "pthread_join");
+		COND_CHECK(&run, pthread_join(tids[s], NULL));
 	double seconds = cond_now() - t0;
 
 	cond_report(&run, seconds);
