@@ -7,6 +7,11 @@
  * over the repetitions, and as the ratio the median of the repetitions' own ratios: the
  * variants of one repetition run back to back, so the speed of this VM, which drifts by
  * 30% within minutes, cancels out of each (the ratio of the two medians is printed too).
+ * A drift within a repetition would still favour whichever variant runs first, so the
+ * order is rotated: repetition r starts with variant r % nv and goes on in order, so over
+ * nv repetitions each variant runs in each position once. The comment gives the
+ * repetitions' ratios' interquartile range (q1..q3) beside their extremes: a median ratio
+ * whose range straddles 1 does not tell the two apart.
  * Every run's checksum must equal the others' (else exit 1).
  *
  *   conduction_bubbles, advection_bubbles: one stripe per processor, default strategy;
@@ -73,6 +78,15 @@ static double median(double *t, int n, double *lo, double *hi)
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+/* The p-quantile of n sorted figures, interpolated between the two nearest (the rule of
+ * R's and numpy's default): with 5 repetitions, q1 and q3 are the 2nd and 4th figures. */
+static double quantile(const double *sorted, int n, double p)
+{
+	double h = (n - 1) * p;
+	int i = (int)h;
+	return i + 1 < n ? sorted[i] + (h - i) * (sorted[i + 1] - sorted[i]) : sorted[n - 1];
+}
+
 static int built(const char *stencil, const char *prog)
 {
 	char path[sizeof(examples) + 64];
@@ -80,16 +94,18 @@ static int built(const char *stencil, const char *prog)
 	return access(path, X_OK) == 0;
 }
 
-/* Runs every variant reps times, interleaved, then prints one line per peer against
- * vs[0], the marcel side. */
+/* Runs every variant reps times, interleaved in a rotated order, then prints one line per
+ * peer against vs[0], the marcel side. */
 static void compare(const char *name, const char *stencil, const char *args, const char *what,
 		    struct variant *vs, int nv, int reps)
 {
 	for (int i = 0; i < nv; i++)
 		run_once(stencil, &vs[i], args);  /* warm-up: page cache, first-touch paths */
 	for (int r = 0; r < reps; r++)
-		for (int i = 0; i < nv; i++)
+		for (int k = 0; k < nv; k++) {
+			int i = (r + k) % nv;
 			vs[i].t[r] = run_once(stencil, &vs[i], args);
+		}
 	for (int i = 1; i < nv; i++)
 		if (strcmp(vs[i].sum, vs[0].sum))
 			bench_fail("%s: %s printed checksum %s, marcel %s", name, vs[i].peer, vs[i].sum,
@@ -106,11 +122,12 @@ static void compare(const char *name, const char *stencil, const char *args, con
 		double plo, phi, p = median(vs[i].t, reps, &plo, &phi);
 		double ratio = median(ratios[i], reps, &rlo, &rhi);
 		printf("BENCH %s marcel_ns=%.0f peer=%s peer_ns=%.0f ratio=%.3f  # %s; %s; "
-		       "marcel %.3f..%.3f s, %s %.3f..%.3f s, medians of %d; ratio: median of the "
-		       "repetitions' ratios (%.3f..%.3f; ratio of the medians %.3f), checksum %s\n",
+		       "marcel %.3f..%.3f s, %s %.3f..%.3f s, medians of %d, order rotated; ratio: median "
+		       "of the repetitions' ratios (%.3f..%.3f, interquartile %.3f..%.3f; ratio of the "
+		       "medians %.3f), checksum %s\n",
 		       name, m, vs[i].peer, p, ratio, what, vs[0].env ? vs[0].env : "default strategy",
-		       mlo * 1e-9, mhi * 1e-9, vs[i].peer, plo * 1e-9, phi * 1e-9, reps, rlo, rhi, p / m,
-		       vs[0].sum);
+		       mlo * 1e-9, mhi * 1e-9, vs[i].peer, plo * 1e-9, phi * 1e-9, reps, rlo, rhi,
+		       quantile(ratios[i], reps, 0.25), quantile(ratios[i], reps, 0.75), p / m, vs[0].sum);
 	}
 	fflush(stdout);
 }
