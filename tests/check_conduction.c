@@ -206,6 +206,10 @@ START_TEST(test_bad_options)
 	expect_usage_error("marcel", "--size 2", "'--size'");
 	expect_usage_error("marcel", "--size 8x8x8", "--3d");
 	expect_usage_error("marcel", "--iters 1e3", "'--iters'");
+	/* marcel_init names a bad runtime option itself (no usage); still a usage error. */
+	char *out = ma_example_run_expect("", DIR "marcel", "--marcel-nvp zero", 30, 2);
+	ck_assert_msg(strstr(out, "--marcel-nvp") != NULL, "marcel --marcel-nvp zero: not named:\n%s", out);
+	free(out);
 }
 END_TEST
 

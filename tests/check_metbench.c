@@ -233,6 +233,10 @@ START_TEST(test_bad_options)
 	expect_usage_error("--unit 0", "'--unit'");
 	expect_usage_error("--iters 1e3", "'--iters'");
 	expect_usage_error("--swap -1", "'--swap'");
+	/* marcel_init names a bad runtime option itself (no usage); still a usage error. */
+	char *out = ma_example_run_expect("", PROG, "--marcel-nvp zero", 30, 2);
+	ck_assert_msg(strstr(out, "--marcel-nvp") != NULL, "--marcel-nvp zero: not named:\n%s", out);
+	free(out);
 	char *help = run("", "--help", 0);
 	ck_assert_msg(strstr(help, "--swap") != NULL && strstr(help, "usage: metbench") != NULL, "--help:\n%s", help);
 	free(help);

@@ -263,6 +263,7 @@ START_TEST(test_bad_options)
 	expect_usage_error(0, "--size 96 --thread-level", "'--thread-level' needs a value");
 	expect_usage_error(0, "--threads 0", "'--threads'");
 	expect_usage_error(0, "--size 2", "'--size'");
+	expect_usage_error(0, "--marcel-nvp zero", "--marcel-nvp");  /* marcel_init's EINVAL */
 	/* Known only once the rank count is: every rank refuses, rank 0 says why. */
 	expect_usage_error(4, "--size 5", "4 ranks, but --size gives the first axis only 3 interior points");
 	expect_usage_error(2, "--size 10 --threads 5", "option '--threads': 5 threads per rank");
@@ -270,7 +271,11 @@ START_TEST(test_bad_options)
 	int st;
 	char *out = run(STENCIL " --help", &st);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "--thread-level") != NULL &&
-			      strstr(out, "usage:") != NULL, "--help: status %#x:\n%s", st, tail(out));
+			      strstr(out, "usage: mpi-conduction") != NULL, "--help: status %#x:\n%s", st, tail(out));
+	/* One --threads entry, which says it counts the threads of each rank. */
+	const char *threads = strstr(out, "  --threads ");
+	ck_assert_msg(threads != NULL && strstr(threads + 1, "  --threads ") == NULL &&
+			      strstr(threads, "of each rank") != NULL, "--help: --threads not described once:\n%s", out);
 	free(out);
 }
 END_TEST

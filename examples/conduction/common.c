@@ -23,6 +23,10 @@
 #define MAX_CELLS (1LL << 32)  /* 64 GiB for the two buffers: beyond that, a typo */
 #define MAX_THREADS 4096
 
+/* What --threads means in the usage; cond_parse_named() may say it otherwise. The
+ * command line is parsed once, by the main thread, before any other runs. */
+static const char *threads_help = "threads, one stripe each (default: the processors online)";
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
@@ -30,11 +34,11 @@ static void usage(FILE *f, const char *prog)
 		"  --size       grid points per axis (default %d, or %d with --3d); N alone means\n"
 		"               N along every axis; each at least 3\n"
 		"  --iters      iterations (default %d)\n"
-		"  --threads    threads, one stripe each (default: the processors online)\n"
+		"  --threads    %s\n"
 		"  --3d         a 3D grid, N x M x K, instead of N x M\n"
 		"  --imbalance  a band of rows (an eighth of the grid) costs 8 times more to\n"
 		"               compute, and moves across the grid once during the run\n",
-		prog, DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS);
+		prog, DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS, threads_help);
 }
 
 /* Prints "prog: <message>" and the usage on stderr; exits with status 2, as for any
@@ -69,6 +73,14 @@ void cond_parse(struct cond_run *r, int argc, char **argv, const char *variant)
 {
 	static char prog[64];
 	snprintf(prog, sizeof(prog), "%s/%s", cond_stencil, variant);
+	cond_parse_named(r, argc, argv, prog, NULL);
+}
+
+void cond_parse_named(struct cond_run *r, int argc, char **argv, const char *prog,
+		      const char *threads_usage)
+{
+	if (threads_usage)
+		threads_help = threads_usage;
 	long dim[3] = { 0, 0, 0 };
 	int ndim = 0;
 	long threads = 0;

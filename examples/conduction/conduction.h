@@ -37,6 +37,12 @@ extern const char cond_stencil[];
  * option, saying which. */
 void cond_parse(struct cond_run *r, int argc, char **argv, const char *variant);
 
+/* cond_parse() for a program named @p prog in its messages (kept, not copied), whose
+ * --threads the usage describes as @p threads_help (NULL: one thread per stripe, by
+ * default one per processor online). */
+void cond_parse_named(struct cond_run *r, int argc, char **argv, const char *prog,
+		      const char *threads_help);
+
 /* Allocates both buffers without touching them: each stripe's thread touches its own rows
  * first (cond_init_stripe), so on a NUMA machine they live near that thread. */
 void cond_alloc(struct cond_run *r);

@@ -160,8 +160,9 @@ static void print_summary(const struct totals *tot)
 
 int main(int argc, char **argv)
 {
-	if (marcel_init(&argc, argv) != 0)
-		return 1;  /* it said why */
+	int err = marcel_init(&argc, argv);
+	if (err != 0)  /* it said why; EINVAL: a bad --marcel-* option or MARCEL_* variable */
+		return err == EINVAL ? 2 : 1;
 	mb_parse(&cfg, argc, argv);
 	reports = zalloc((size_t)cfg.workers, sizeof(*reports));
 	marcel_t *tids = zalloc((size_t)cfg.workers, sizeof(*tids));

@@ -8,15 +8,21 @@
  * checksum that conduction/simple prints for the same options.
  *
  * Usage: mpirun -np R mpi-conduction [--thread-level multiple|serialized]
- *        [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]   (P threads per rank)
+ *        [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
+ *        (P threads per rank; --imbalance moves the band over the whole grid)
  */
 #include <marcel.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "slab.h"
 
-#define VARIANT "mpi"
+/* Its name in messages: the program's, not "<stencil>/<variant>" as the others'. */
+#define PROG "mpi-conduction"
+#define THREADS_HELP \
+	"threads of each rank, one stripe each (default: the processors\n" \
+	"               online, at most the interior rows of the rank with the fewest)"
 
 static struct slab slab;
 static marcel_barrier_t barrier;
@@ -102,60 +108,56 @@ static void run_threads(void)
 	free(tids);
 }
 
-/* The options this program adds to the stencil's, taken out of argv before cond_parse()
- * sees it. */
+/* The options this program adds to the stencil's, taken out of argv before
+ * cond_parse_named() sees it. */
 struct mpi_options {
 	int level;          /* the MPI thread level to ask for */
 	int threads_given;  /* --threads was given: too many is an error, not a default */
 };
 
-static void mpi_usage(FILE *f, const char *prog)
+/* The stencil's usage (cond_parse_named) follows this. */
+static void mpi_usage(FILE *f)
 {
 	fprintf(f,
 		"%s: the stencil with its first axis split across MPI ranks, each rank's rows\n"
-		"computed by marcel threads (mpirun -np R mpi-conduction [options]).\n"
-		"Options: these, then the stencil's\n"
-		"  --thread-level L  MPI thread level to ask for: multiple (default) or serialized\n"
-		"  --threads P       counts the threads of each rank (default: the processors\n"
-		"                    online, at most the rows of the rank with the fewest)\n",
-		prog);
+		"computed by marcel threads: mpirun -np R %s [--thread-level L] [options]\n"
+		"  --thread-level L  MPI thread level to ask for: multiple (default) or serialized\n",
+		PROG, PROG);
 }
 
-static _Noreturn void bad_mpi_option(const char *prog, const char *opt, const char *val)
+static _Noreturn void bad_mpi_option(const char *opt, const char *val)
 {
 	if (val)
 		fprintf(stderr, "%s: option '%s': '%s' is not a thread level: multiple or serialized\n",
-			prog, opt, val);
+			PROG, opt, val);
 	else
-		fprintf(stderr, "%s: option '%s' needs a value: multiple or serialized\n", prog, opt);
-	mpi_usage(stderr, prog);
+		fprintf(stderr, "%s: option '%s' needs a value: multiple or serialized\n", PROG, opt);
+	mpi_usage(stderr);
 	exit(2);
 }
 
 static struct mpi_options take_mpi_options(int *argc, char **argv)
 {
-	static char prog[64];
-	snprintf(prog, sizeof(prog), "%s/%s", cond_stencil, VARIANT);
 	struct mpi_options o = { MPI_THREAD_MULTIPLE, 0 };
 	int kept = 1;
 	for (int i = 1; i < *argc; i++) {
 		const char *opt = argv[i];
 		if (strcmp(opt, "--thread-level") != 0) {
 			if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
-				mpi_usage(stdout, prog);  /* cond_parse() adds the stencil's and exits */
+				mpi_usage(stdout);  /* cond_parse_named() adds the stencil's and exits */
 			o.threads_given |= strcmp(opt, "--threads") == 0;
 			argv[kept++] = argv[i];
 			continue;
 		}
 		if (i + 1 >= *argc)
-			bad_mpi_option(prog, opt, NULL);
+			bad_mpi_option(opt, NULL);
 		const char *val = argv[++i];
 		if (strcmp(val, "multiple") == 0)
 			o.level = MPI_THREAD_MULTIPLE;
 		else if (strcmp(val, "serialized") == 0)
 			o.level = MPI_THREAD_SERIALIZED;
 		else
-			bad_mpi_option(prog, opt, val);
+			bad_mpi_option(opt, val);
 	}
 	argv[kept] = NULL;
 	*argc = kept;
@@ -201,16 +203,24 @@ static void report(const struct slab *sl, int level, double seconds)
 
 int main(int argc, char **argv)
 {
-	if (marcel_init(&argc, argv) != 0)
-		return 1;  /* it said why */
+	int err = marcel_init(&argc, argv);
+	if (err != 0)  /* it said why; EINVAL: a bad --marcel-* option or MARCEL_* variable */
+		return err == EINVAL ? 2 : 1;
 	struct mpi_options o = take_mpi_options(&argc, argv);
 	struct cond_run grid;
-	cond_parse(&grid, argc, argv, VARIANT);
+	cond_parse_named(&grid, argc, argv, PROG, THREADS_HELP);
 
 	int provided, rank, nranks;
-	if (marcel_mpi_init(&argc, &argv, o.level, &provided) != 0) {
+	if ((err = marcel_mpi_init(&argc, &argv, o.level, &provided)) != 0) {
+		/* It printed why for EINVAL, ENOTSUP and EIO, not for these two. */
+		if (err == EPERM)
+			fprintf(stderr, "%s: marcel_mpi_init: %s: the marcel runtime is not running\n", PROG,
+				strerror(err));
+		else if (err == EBUSY)
+			fprintf(stderr, "%s: marcel_mpi_init: %s: MPI was already initialised\n", PROG,
+				strerror(err));
 		marcel_end();
-		return 1;  /* it said why */
+		return 1;
 	}
 	marcel_mpi_enter();
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -227,7 +237,7 @@ int main(int argc, char **argv)
 		/* The run takes as long as its slowest rank. */
 		MPI_Request req;
 		marcel_mpi_enter();
-		int err = MPI_Ireduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &req);
+		err = MPI_Ireduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &req);
 		marcel_mpi_leave();
 		slab_check(&slab, err, "MPI_Ireduce");
 		slab_check(&slab, marcel_mpi_wait(&req, MPI_STATUS_IGNORE), "marcel_mpi_wait");

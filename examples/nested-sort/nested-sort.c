@@ -56,8 +56,9 @@ static void verify(const uint64_t *a, size_t n, struct sk_digest want)
 
 int main(int argc, char **argv)
 {
-	if (nested_init(&argc, argv) != 0)
-		return 1;  /* it said why */
+	int err = nested_init(&argc, argv);
+	if (err != 0)  /* it said why; EINVAL: a bad --marcel-* option or MARCEL_* variable */
+		return err == EINVAL ? 2 : 1;
 	long n = DEFAULT_N, cutoff = DEFAULT_CUTOFF, algo = SORT_QUICK, seed = 1;
 	const struct nested_opt opts[] = {
 		{ "--n", &n, 1, 1000000000L, NULL },
