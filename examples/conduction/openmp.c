@@ -6,7 +6,7 @@
  *   OMP_PROC_BIND=close OMP_PLACES=cores conduction/openmp ...
  * so that the threads are pinned, neighbouring ones on neighbouring cores (the OpenMP
  * counterpart of fixed.c).
- * Usage: openmp [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d]
+ * Usage: openmp [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]
  */
 #include <stdio.h>
 #include <stdlib.h>
