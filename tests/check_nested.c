@@ -77,7 +77,8 @@ static struct outcome outcome_of(const char *env, const char *prog, const char *
 	char *out = run(env, prog, args, &st);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s %s: status %#x, output:\n%s", env, prog,
 		      args, st, out);
-	struct outcome o = { 0, number_before(out, " threads ("), (unsigned)number_before(out, " VPs\n"), "" };
+	/* "1 thread", "2 threads"; "1 VP", "2 VPs". */
+	struct outcome o = { 0, number_before(out, " thread"), (unsigned)number_before(out, " VP"), "" };
 	const char *sched = strstr(out, ", strategy ");
 	ck_assert_msg(sched && sscanf(sched, ", strategy %31[a-z],", o.sched) == 1, "no strategy in:\n%s", out);
 	const char *want = strstr(env, "MARCEL_BUBBLE_SCHEDULER=");

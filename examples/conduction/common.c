@@ -236,11 +236,13 @@ void cond_report(const struct cond_run *r, double seconds)
 		h = (h ^ bits) * 0x100000001b3ULL;
 	}
 	if (r->dims == 2)
-		printf("%s: 2D %ldx%ld, %ld iterations, %d thread%s%s\n", r->prog, r->n, r->m, r->iters,
-		       r->nthreads, r->nthreads > 1 ? "s" : "", r->imbalance ? ", imbalanced" : "");
+		printf("%s: 2D %ldx%ld, %ld iteration%s, %d thread%s%s\n", r->prog, r->n, r->m, r->iters,
+		       r->iters == 1 ? "" : "s", r->nthreads, r->nthreads > 1 ? "s" : "",
+		       r->imbalance ? ", imbalanced" : "");
 	else
-		printf("%s: 3D %ldx%ldx%ld, %ld iterations, %d thread%s%s\n", r->prog, r->n, r->m, r->k,
-		       r->iters, r->nthreads, r->nthreads > 1 ? "s" : "", r->imbalance ? ", imbalanced" : "");
+		printf("%s: 3D %ldx%ldx%ld, %ld iteration%s, %d thread%s%s\n", r->prog, r->n, r->m, r->k,
+		       r->iters, r->iters == 1 ? "" : "s", r->nthreads, r->nthreads > 1 ? "s" : "",
+		       r->imbalance ? ", imbalanced" : "");
 	printf("checksum %016" PRIx64 "\n", h);
 	printf("time %.3f s\n", seconds);
 }

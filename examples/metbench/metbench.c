@@ -135,7 +135,8 @@ static void print_header(void)
 	printf(MB_PROG ": %ld worker%s, loads ", cfg.workers, cfg.workers > 1 ? "s" : "");
 	for (long w = 0; w < cfg.workers; w++)
 		printf("%s%ld", w ? "," : "", cfg.loads[w]);
-	printf(" (1 unit = %ld trips), %ld iterations", cfg.unit, cfg.iters);
+	printf(" (1 unit = %ld trip%s), %ld iteration%s", cfg.unit, cfg.unit == 1 ? "" : "s", cfg.iters,
+	       cfg.iters == 1 ? "" : "s");
 	if (cfg.swap)
 		printf(", loads reversed every %ld", cfg.swap);
 	printf("%s\n", cfg.bubble ? ", workers in one bubble" : "");

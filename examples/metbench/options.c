@@ -129,7 +129,8 @@ void mb_parse(struct mb_config *c, int argc, char **argv)
 	}
 
 	if (ngiven > c->workers)
-		bad_option("option '--loads': %ld loads for %ld workers (see --workers)", ngiven, c->workers);
+		bad_option("option '--loads': %ld loads for %ld worker%s (see --workers)", ngiven, c->workers,
+			   c->workers == 1 ? "" : "s");
 	c->loads = malloc((size_t)c->workers * sizeof(*c->loads));
 	if (c->loads == NULL) {
 		fprintf(stderr, MB_PROG ": out of memory\n");

@@ -88,9 +88,10 @@ int main(int argc, char **argv)
 		nested_check(PROG, job.err, "creating a thread");
 		verify(keys, (size_t)n, input);
 	}
-	printf("%s: %ld keys (seed %ld), %s sort, parts of at most %ld keys sorted sequentially, "
-	       "%lu threads (%s), strategy %s, %u VPs\n", PROG, n, seed, algos[algo], cutoff, job.threads,
-	       nested_how_name(&how), nested_sched(), marcel_nbvps());
+	printf("%s: %ld key%s (seed %ld), %s sort, parts of at most %ld key%s sorted sequentially, "
+	       "%lu thread%s (%s), strategy %s, %u VP%s\n", PROG, n, nested_s((unsigned long)n), seed,
+	       algos[algo], cutoff, nested_s((unsigned long)cutoff), job.threads, nested_s(job.threads),
+	       nested_how_name(&how), nested_sched(), marcel_nbvps(), nested_s(marcel_nbvps()));
 	printf("checksum %016" PRIx64 "\n", sk_checksum(keys, (size_t)n));
 	printf("time %.6f s%s\n", nested_median(times, (int)cli.reps), cli.reps > 1 ? " (median)" : "");
 	free(times);

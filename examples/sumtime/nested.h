@@ -45,6 +45,12 @@ static inline int nested_init(int *argc, char **argv)
 	return err;
 }
 
+/* The plural ending for a count of @p n: "1 key", "2 keys". */
+static inline const char *nested_s(unsigned long n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* The name of the strategy in use. */
 static inline const char *nested_sched(void)
 {

@@ -60,8 +60,9 @@ int main(int argc, char **argv)
 		}
 	}
 	double t = nested_median(times, (int)cli.reps);
-	printf("%s: 1..%ld in ranges of at most %ld, %lu threads (%s), strategy %s, %u VPs\n", PROG, n,
-	       cutoff, job.threads, nested_how_name(&how), nested_sched(), marcel_nbvps());
+	printf("%s: 1..%ld in ranges of at most %ld, %lu thread%s (%s), strategy %s, %u VP%s\n", PROG, n,
+	       cutoff, job.threads, nested_s(job.threads), nested_how_name(&how), nested_sched(), marcel_nbvps(),
+	       nested_s(marcel_nbvps()));
 	printf("sum %llu\n", job.sum);
 	printf("time %.6f s%s, %.1f ns per thread\n", t, cli.reps > 1 ? " (median)" : "",
 	       job.threads ? t * 1e9 / (double)job.threads : 0.0);
