@@ -153,6 +153,10 @@ START_TEST(test_checksum_reference)
 	char *out = run("", "--workers 4 --loads 1,3 --unit 10 --iters 1 --quiet", 0);
 	ck_assert_msg(strstr(out, "loads 1,3,1,3 ") != NULL, "loads not cycled:\n%s", out);
 	free(out);
+	/* The default list (1,4) is cut to a single worker; only a given list must fit. */
+	out = run("", "--workers 1 --unit 10 --iters 1 --quiet", 0);
+	ck_assert_msg(strstr(out, "loads 1 ") != NULL, "default loads for one worker:\n%s", out);
+	free(out);
 }
 END_TEST
 

@@ -90,6 +90,7 @@ void mb_parse(struct mb_config *c, int argc, char **argv)
 {
 	static long given[MAX_WORKERS] = { 1, 4 };
 	long ngiven = 2;
+	int loads_given = 0;  /* the default list is cut to the workers, a given one must fit */
 	memset(c, 0, sizeof(*c));
 	c->workers = 4;
 	c->unit = 250000;
@@ -121,6 +122,7 @@ void mb_parse(struct mb_config *c, int argc, char **argv)
 		char *end;
 		if (num == NULL) {
 			ngiven = parse_loads(val, given);
+			loads_given = 1;
 			continue;
 		}
 		long *dst = (long *)((char *)c + num->field);
@@ -128,6 +130,8 @@ void mb_parse(struct mb_config *c, int argc, char **argv)
 			bad_option("option '%s': '%s' is not %s", opt, val, num->what);
 	}
 
+	if (ngiven > c->workers && !loads_given)
+		ngiven = c->workers;
 	if (ngiven > c->workers)
 		bad_option("option '--loads': %ld loads for %ld worker%s (see --workers)", ngiven, c->workers,
 			   c->workers == 1 ? "" : "s");
