@@ -21,16 +21,17 @@
  *                     costs is a visible share of the sort. 10^6 rather than 10^7 keys: ten
  *                     times the spawns would add half a minute for the same share
  *
- * (the keys are refilled, untimed, before each sort). Each of the four gives four lines,
+ * (the keys are refilled, untimed, before each sort). Each of the four gives five lines,
  * told apart by their peer: openmp_tasks and tbb_task_group (marcel against each),
- * marcel_threads (seeds against ordinary threads) and marcel_no_bubbles (a bubble per
- * level against none).
+ * marcel_threads (seeds against ordinary threads), marcel_no_bubbles (a bubble per
+ * level against none) and marcel_two_bubbles (a bubble per pair against one per thread).
  *
- * The marcel side runs first, in three variants measured in turn within each
+ * The marcel side runs first, in four variants measured in turn within each
  * repetition: seeds with a bubble per level (what the examples do by default; it is the
  * marcel figure of the lines against the peers), ordinary threads with a bubble per level
  * (peer marcel_threads: what seeds buy), seeds without bubbles (marcel_no_bubbles: what bubbles
- * cost). The strategy is the examples' (nested_init(): MARCEL_BUBBLE_SCHEDULER when set,
+ * cost), seeds with a bubble per thread (marcel_two_bubbles: the classic Marcel sumtime's
+ * layout, --two-bubbles in the examples). The strategy is the examples' (nested_init(): MARCEL_BUBBLE_SCHEDULER when set,
  * else NESTED_DEFAULT_SCHED).
  * Then marcel_end(), and the OpenMP side in this process: libgomp starts its pool at the
  * first parallel region, after marcel's workers are gone, so neither disturbs the other.
@@ -80,10 +81,13 @@ struct side {
 	unsigned long spawns;
 };
 
-enum { SEEDS_BUBBLES, THREADS_BUBBLES, SEEDS_NO_BUBBLES, NVARIANTS };
+enum { SEEDS_BUBBLES, THREADS_BUBBLES, SEEDS_NO_BUBBLES, SEEDS_TWO_BUBBLES, NVARIANTS };
 static const char *const variant_name[NVARIANTS] = { "seeds, a bubble per level",
 						     "threads, a bubble per level",
-						     "seeds, no bubbles" };
+						     "seeds, no bubbles",
+						     "seeds, two bubbles per level" };
+static const enum nested_bubbles variant_bubbles[NVARIANTS] = { NESTED_PAIR_BUBBLE, NESTED_PAIR_BUBBLE,
+								NESTED_NO_BUBBLES, NESTED_TWO_BUBBLES };
 
 static void side_alloc(struct side *s, int reps)
 {
@@ -157,7 +161,7 @@ static void run_marcel(struct workload *w, struct marcel_sides *m)
 	BENCH_CHECK(marcel_bubble_sched_begin());
 	struct nested_how how[NVARIANTS];
 	for (int v = 0; v < NVARIANTS; v++)
-		BENCH_CHECK(nested_how_init(&how[v], v != THREADS_BUBBLES, v != SEEDS_NO_BUBBLES));
+		BENCH_CHECK(nested_how_init(&how[v], v != THREADS_BUBBLES, variant_bubbles[v]));
 	/* Repetition -1 warms up (stacks, descriptors, pages of the key arrays). */
 	for (int r = -1; r < w->sum_reps; r++)
 		for (int v = 0; v < NVARIANTS; v++) {
@@ -409,6 +413,9 @@ int main(int argc, char **argv)
 		snprintf(how, sizeof(how), "a bubble per level vs none, seeds both, strategy %s (ratio < 1: what "
 			 "the bubbles cost)", w.sched);
 		print_line(&lines[l], "marcel_no_bubbles", &lines[l].mc[SEEDS_NO_BUBBLES], how);
+		snprintf(how, sizeof(how), "a bubble per level vs one per thread (the classic sumtime's "
+			 "layout), seeds both, strategy %s", w.sched);
+		print_line(&lines[l], "marcel_two_bubbles", &lines[l].mc[SEEDS_TWO_BUBBLES], how);
 	}
 	if (!have_tbb)
 		printf("INFO nested: no tbb_task_group lines (bench_nested_tbb not built: no oneTBB)\n");

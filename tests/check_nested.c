@@ -26,7 +26,8 @@
 #define SYNTH "MARCEL_TOPOLOGY='numa:2 core:4' MARCEL_NVP=8"
 
 static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory" };
-static const char *const kinds[] = { "", "--no-seeds", "--no-bubbles", "--no-seeds --no-bubbles" };
+static const char *const kinds[] = { "", "--no-seeds", "--no-bubbles", "--no-seeds --no-bubbles", "--two-bubbles",
+				      "--no-seeds --two-bubbles" };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 /* Sizes are divided by MA_TEST_SCALE (ThreadSanitizer runs), down to a floor. */
@@ -164,6 +165,19 @@ START_TEST(test_sumtime)
 	expect_sum("", "", 1000, 999);
 	expect_sum("", "--reps 3 --no-seeds --seeds", 500, 2);  /* the last of the two wins */
 	expect_sum("", "", 3000000, 1000000);  /* the sum needs 43 bits */
+	/* Each layout says which it is: the pair bubble by default, the classic one asked. */
+	const char *const layouts[][2] = { { "", "(seeds, a bubble per level)" },
+					   { "--two-bubbles", "(seeds, two bubbles per level)" },
+					   { "--no-seeds --no-bubbles", "(threads, no bubbles)" } };
+	for (int l = 0; l < 3; l++) {
+		int st;
+		char args[64];
+		snprintf(args, sizeof(args), "--n 100 %s", layouts[l][0]);
+		char *out = run("", SUMTIME, args, &st);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, layouts[l][1]),
+			      "sumtime %s: status %#x, no '%s' in:\n%s", args, st, layouts[l][1], out);
+		free(out);
+	}
 }
 END_TEST
 
@@ -228,6 +242,7 @@ START_TEST(test_strategies)
 			if (synth)
 				ck_assert_uint_eq(vps, 8);
 			expect_sum(env, "--no-seeds", sum_n, 1);
+			expect_sum(env, "--two-bubbles", sum_n, 1);
 			expect_sorted(env, "", n, 50, "quick", 3, want);
 			expect_sorted(env, "--no-seeds", n, 50, "merge", 3, want);
 		}

@@ -7,7 +7,7 @@
  * the same keys as the input (exit status 1 otherwise), and its checksum printed: it
  * depends on the keys alone, not on the algorithm, the cut-off or the machine.
  * Usage: nested-sort [--n N] [--cutoff C] [--algo quick|merge] [--seed S]
- *                    [--seeds|--no-seeds] [--no-bubbles] [--reps R]
+ *                    [--seeds|--no-seeds] [--no-bubbles|--two-bubbles] [--reps R]
  */
 #include <inttypes.h>
 #include "nested-sort.h"
@@ -21,7 +21,7 @@
 
 static const char usage[] =
 	"usage: " PROG " [--n N] [--cutoff C] [--algo quick|merge] [--seed S]\n"
-	"                   [--seeds|--no-seeds] [--no-bubbles] [--reps R]\n"
+	"                   [--seeds|--no-seeds] [--no-bubbles|--two-bubbles] [--reps R]\n"
 	"  --n N          keys to sort (default " STR(DEFAULT_N) "; 1 to 10^9)\n"
 	"  --cutoff C     parts of at most C keys are sorted sequentially, larger ones split\n"
 	"                 in two threads (default " STR(DEFAULT_CUTOFF) "; 1 to 10^9)\n"
@@ -31,6 +31,8 @@ static const char usage[] =
 	"  --seeds        the threads are seeds (marcel_attr_setseed; the default)\n"
 	"  --no-seeds     the threads are ordinary threads\n"
 	"  --no-bubbles   no bubble per level: the threads are created with default attributes\n"
+	"  --two-bubbles  a bubble per thread rather than per pair, both inside the parent's\n"
+	"                 (the classic Marcel sumtime's layout; twice the bubbles)\n"
 	"  --reps R       sort the same keys R times and report the median time (default 1)\n"
 	"Marcel options (--marcel-nvp N, --marcel-bubble-scheduler NAME...) go before these;\n"
 	"without a strategy named there or in MARCEL_BUBBLE_SCHEDULER, " NESTED_DEFAULT_SCHED " is used.\n";

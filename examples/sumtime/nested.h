@@ -7,6 +7,8 @@
  *   new threads and wait for both. With bubbles, each level's pair goes into a new
  *   bubble inside the parent's, so the bubble tree mirrors the recursion and a strategy
  *   can keep a subtree's threads (and the data they share) on one part of the machine.
+ *   --two-bubbles gives the classic Marcel sumtime's layout instead: each child in a
+ *   bubble of its own, both inside the parent's (twice the bubbles, the same tree shape).
  * - nested_init(): marcel_init(), and a strategy that suits nested bubbles when the user
  *   chose none.
  * - the command line the examples have in common (--seeds, --no-bubbles, --reps, numbers
@@ -57,14 +59,21 @@ static inline const char *nested_sched(void)
 	return marcel_bubble_sched_name(marcel_bubble_current_sched());
 }
 
+/* How each level's pair of threads is grouped. */
+enum nested_bubbles {
+	NESTED_NO_BUBBLES,   /* none: the threads go where default attributes send them */
+	NESTED_PAIR_BUBBLE,  /* one bubble holds the pair (the default) */
+	NESTED_TWO_BUBBLES,  /* one bubble per child, as in the classic Marcel sumtime */
+};
+
 struct nested_how {
 	int seeds;           /* the children are seeds (marcel_attr_setseed) */
-	int bubbles;         /* a bubble per level holds the pair */
+	enum nested_bubbles bubbles;
 	marcel_attr_t attr;  /* made once by nested_how_init(), copied at each level */
 };
 
 /* Returns 0 or the error of the marcel call that failed. */
-static inline int nested_how_init(struct nested_how *h, int seeds, int bubbles)
+static inline int nested_how_init(struct nested_how *h, int seeds, enum nested_bubbles bubbles)
 {
 	h->seeds = seeds;
 	h->bubbles = bubbles;
@@ -81,33 +90,38 @@ static inline int nested_how_init(struct nested_how *h, int seeds, int bubbles)
 static inline int nested_fork2(const struct nested_how *h, marcel_func_t fn, any_t a, any_t b)
 {
 	marcel_attr_t attr = h->attr;
-	marcel_bubble_t bubble;
+	marcel_bubble_t bubble[2];
 	marcel_t t[2];
-	int created = 0, err = 0;
-	if (h->bubbles) {
-		/* Both children are created in the bubble before it is woken: the strategy then
-		 * places the pair as one unit, knowing its size. Waking inserts it into the
-		 * bubble holding the caller, that is the parent level's. */
-		err = marcel_bubble_init(&bubble);
+	int nb = h->bubbles == NESTED_TWO_BUBBLES ? 2 : h->bubbles == NESTED_PAIR_BUBBLE ? 1 : 0;
+	int made = 0, created = 0, err = 0;
+	/* Children are created in their bubble before it is woken: the strategy then places
+	 * the unit knowing its size. Waking inserts a bubble into the bubble holding the
+	 * caller, that is the parent level's. */
+	for (; made < nb && !err; made++)
+		err = marcel_bubble_init(&bubble[made]);
+	if (err)
+		made--;
+	for (; created < 2 && !err; created++) {
+		if (nb)
+			err = marcel_attr_setnaturalbubble(&attr, &bubble[nb == 2 ? created : 0]);
+		if (!err)
+			err = marcel_create(&t[created], &attr, fn, created ? b : a);
 		if (err)
-			return err;
-		err = marcel_attr_setnaturalbubble(&attr, &bubble);
+			created--;
 	}
-	for (; created < 2 && !err; created++)
-		err = marcel_create(&t[created], &attr, fn, created ? b : a);
-	if (h->bubbles) {
-		int e = marcel_wake_up_bubble(&bubble);
+	for (int i = 0; i < made; i++) {
+		int e = marcel_wake_up_bubble(&bubble[i]);
 		err = err ? err : e;
 	}
 	for (int i = 0; i < created; i++) {
 		int e = marcel_join(t[i], NULL);
 		err = err ? err : e;
 	}
-	if (h->bubbles) {
-		/* The children joined their own levels' bubbles, which left this one empty. */
-		int e = marcel_bubble_join(&bubble);
+	/* The children joined their own levels' bubbles, which left these empty. */
+	for (int i = 0; i < made; i++) {
+		int e = marcel_bubble_join(&bubble[i]);
 		err = err ? err : e;
-		e = marcel_bubble_destroy(&bubble);
+		e = marcel_bubble_destroy(&bubble[i]);
 		err = err ? err : e;
 	}
 	return err;
@@ -137,7 +151,8 @@ struct nested_cli {
 	const char *prog;   /* names the program in messages */
 	const char *usage;  /* printed by --help and after a bad option */
 	const struct nested_opt *opts;  /* the program's own; ends with a NULL name */
-	int seeds, bubbles; /* --seeds (the default) / --no-seeds, --no-bubbles */
+	int seeds;          /* --seeds (the default) / --no-seeds */
+	enum nested_bubbles bubbles; /* pair (the default), --two-bubbles, --no-bubbles */
 	long reps;          /* --reps R: runs of the computation (default 1) */
 };
 
@@ -184,7 +199,7 @@ static inline void nested_parse(struct nested_cli *c, int argc, char **argv)
 {
 	const struct nested_opt reps = { "--reps", &c->reps, 1, 1000, NULL };
 	c->seeds = 1;
-	c->bubbles = 1;
+	c->bubbles = NESTED_PAIR_BUBBLE;
 	c->reps = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *opt = argv[i];
@@ -196,8 +211,8 @@ static inline void nested_parse(struct nested_cli *c, int argc, char **argv)
 			c->seeds = strcmp(opt, "--seeds") == 0;
 			continue;
 		}
-		if (strcmp(opt, "--no-bubbles") == 0) {
-			c->bubbles = 0;
+		if (strcmp(opt, "--no-bubbles") == 0 || strcmp(opt, "--two-bubbles") == 0) {
+			c->bubbles = opt[2] == 'n' ? NESTED_NO_BUBBLES : NESTED_TWO_BUBBLES;
 			continue;
 		}
 		const struct nested_opt *o = c->opts;
@@ -237,11 +252,11 @@ static inline void *nested_calloc(const char *prog, size_t n, size_t size)
 /* "seeds, a bubble per level", "threads, no bubbles"...: how h makes each level's pair. */
 static inline const char *nested_how_name(const struct nested_how *h)
 {
-	static const char *const names[2][2] = {
-		{ "threads, no bubbles", "threads, a bubble per level" },
-		{ "seeds, no bubbles", "seeds, a bubble per level" },
+	static const char *const names[2][3] = {
+		{ "threads, no bubbles", "threads, a bubble per level", "threads, two bubbles per level" },
+		{ "seeds, no bubbles", "seeds, a bubble per level", "seeds, two bubbles per level" },
 	};
-	return names[h->seeds != 0][h->bubbles != 0];
+	return names[h->seeds != 0][h->bubbles];
 }
 
 /* The end of both examples: releases h and stops the runtime. */

@@ -1,12 +1,14 @@
 /*
  * sumtime, the classic Marcel demo of nested parallelism: the sum of 1..N by recursive
  * halving, two threads per level (sumtime.h), each level's pair in a new bubble inside
- * its parent's, so that the bubble tree is the recursion tree and the strategy
+ * its parent's (--two-bubbles: each thread in a bubble of its own, the classic demo's
+ * layout), so that the bubble tree is the recursion tree and the strategy
  * (MARCEL_BUBBLE_SCHEDULER) can map subtrees onto parts of the machine. With the default
  * cut-off of 1 every number gets a thread: about 2N threads, most of them alive only
  * for a few instructions, which is what seeds (marcel_attr_setseed) are for.
  * Checks the result against N(N+1)/2 (exit status 1 if it differs).
- * Usage: sumtime [--n N] [--cutoff C] [--seeds|--no-seeds] [--no-bubbles] [--reps R]
+ * Usage: sumtime [--n N] [--cutoff C] [--seeds|--no-seeds] [--no-bubbles|--two-bubbles]
+ *                [--reps R]
  */
 #include "sumtime.h"
 
@@ -18,13 +20,16 @@
 #define STR(x) STR_(x)
 
 static const char usage[] =
-	"usage: " PROG " [--n N] [--cutoff C] [--seeds|--no-seeds] [--no-bubbles] [--reps R]\n"
+	"usage: " PROG " [--n N] [--cutoff C] [--seeds|--no-seeds] [--no-bubbles|--two-bubbles]\n"
+	"               [--reps R]\n"
 	"  --n N          sum 1..N (default " STR(DEFAULT_N) "; 1 to 10^9)\n"
 	"  --cutoff C     ranges of at most C numbers are summed by a loop, longer ones split in\n"
 	"                 two threads (default " STR(DEFAULT_CUTOFF) ": a thread per number; 1 to 10^9)\n"
 	"  --seeds        the threads are seeds (marcel_attr_setseed; the default)\n"
 	"  --no-seeds     the threads are ordinary threads\n"
 	"  --no-bubbles   no bubble per level: the threads are created with default attributes\n"
+	"  --two-bubbles  a bubble per thread rather than per pair, both inside the parent's\n"
+	"                 (the classic Marcel sumtime's layout; twice the bubbles)\n"
 	"  --reps R       compute the sum R times and report the median time (default 1)\n"
 	"Marcel options (--marcel-nvp N, --marcel-bubble-scheduler NAME...) go before these;\n"
 	"without a strategy named there or in MARCEL_BUBBLE_SCHEDULER, " NESTED_DEFAULT_SCHED " is used.\n";
