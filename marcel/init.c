@@ -12,7 +12,15 @@
 #include "ma_trace.h"
 #include "ma_preempt.h"
 
-#define MA_IDLE_SPIN_US 50
+/* How long an idle worker polls before it sleeps (MARCEL_IDLE_SPIN=auto). A sleeping
+ * worker costs its waker a futex wake and itself the wake-up of its processor, which a
+ * hypervisor may have handed to someone else meanwhile: on the 2-vCPU VM, advection's
+ * barrier waits of 0.7-2.5 ms made it 1.8% slower with 50 us of polling than with 2 ms,
+ * and 2 ms matched OpenMP, whose libgomp polls about as long by default (bench/RESULTS.md).
+ * With more VPs than processors polling takes the processor from a worker with work, so
+ * it stays short there (and yields at each round, see worker.c). */
+#define MA_IDLE_SPIN_US 2000
+#define MA_IDLE_SPIN_SHARED_US 50
 
 struct ma_runtime ma_rt;
 unsigned ma_runtime_gen;
@@ -138,7 +146,6 @@ int marcel_init(int *argc, char **argv)
 	memset(&ma_rt, 0, sizeof(ma_rt));
 	ma_runtime_gen++;
 	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
-	ma_rt.idle_spin_us = MA_IDLE_SPIN_US;
 	int e = ma_options_parse(&ma_rt.opt, argc, argv);
 	if (e) {
 		memset(&ma_rt, 0, sizeof(ma_rt));
@@ -162,11 +169,16 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.nb_vps = ma_rt.topo.nb_vps;
+	ma_rt.oversubscribed = ma_rt.topo.fake || ma_rt.nb_vps > ma_rt.topo.nb_pus;
+	if (ma_rt.opt.idle_spin_us >= 0)
+		ma_rt.idle_spin_us = (unsigned)ma_rt.opt.idle_spin_us;
+	else
+		ma_rt.idle_spin_us = ma_rt.oversubscribed ? MA_IDLE_SPIN_SHARED_US : MA_IDLE_SPIN_US;
 	/* Polling a lock pays only if its holder runs on another processor at the same time. */
 	if (ma_rt.opt.spin >= 0)
 		ma_rt.spin_limit = (unsigned)ma_rt.opt.spin;
 	else
-		ma_rt.spin_limit = ma_rt.nb_vps > 1 && !ma_rt.topo.fake ? 100 : 0;
+		ma_rt.spin_limit = ma_rt.nb_vps > 1 && !ma_rt.oversubscribed ? 100 : 0;
 	/* Before anything runs, so that the trace sees the whole run; it has printed why. */
 	if ((e = ma_trace_start())) {
 		ma_topo_free(&ma_rt.topo);

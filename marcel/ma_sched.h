@@ -311,6 +311,7 @@ struct ma_options {
 	unsigned maxarity;
 	size_t stack_size;
 	long spin;                        /* MARCEL_SPIN; -1: automatic */
+	long idle_spin_us;                /* MARCEL_IDLE_SPIN; -1: automatic */
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
@@ -330,6 +331,10 @@ struct ma_runtime {
 	pthread_t main_kthread;
 	char *main_stack_lo;              /* lowest byte of main's stack (seed.c), NULL: unknown */
 	size_t page_size;
+	/* VPs may outnumber the processors running them (a synthetic or XML topology, or
+	 * more VPs than PUs): a worker that polls may then hold the processor of one that
+	 * has work, so polls are short and give the processor away. */
+	int oversubscribed;
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
 	unsigned spin_limit;              /* rounds a waiter polls before blocking */
 	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */

@@ -101,18 +101,30 @@ static int ma_opt_stack_size(struct ma_options *o, const char *v, const char **a
 	return 0;
 }
 
-static int ma_opt_spin(struct ma_options *o, const char *v, const char **accepted)
+/* 'auto' (-1 in *out) or a count from 0 to 1000000. */
+static int ma_parse_count_or_auto(const char *v, long *out)
 {
 	unsigned long long x;
-	*accepted = "a number of polling rounds from 0 (block at once) to 1000000, or 'auto'";
 	if (!strcmp(v, "auto")) {
-		o->spin = -1;
+		*out = -1;
 		return 0;
 	}
 	if (ma_parse_uint(v, 0, 1000000, &x))
 		return -1;
-	o->spin = (long)x;
+	*out = (long)x;
 	return 0;
+}
+
+static int ma_opt_spin(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "a number of polling rounds from 0 (block at once) to 1000000, or 'auto'";
+	return ma_parse_count_or_auto(v, &o->spin);
+}
+
+static int ma_opt_idle_spin(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "microseconds an idle worker polls before sleeping, from 0 to 1000000, or 'auto'";
+	return ma_parse_count_or_auto(v, &o->idle_spin_us);
 }
 
 static int ma_opt_bubble_sched(struct ma_options *o, const char *v, const char **accepted)
@@ -156,6 +168,7 @@ static const struct {
 	{ "MARCEL_MAXARITY", "--marcel-maxarity", ma_opt_maxarity },
 	{ "MARCEL_STACK_SIZE", "--marcel-stack-size", ma_opt_stack_size },
 	{ "MARCEL_SPIN", "--marcel-spin", ma_opt_spin },
+	{ "MARCEL_IDLE_SPIN", "--marcel-idle-spin", ma_opt_idle_spin },
 	{ "MARCEL_BUBBLE_SCHEDULER", "--marcel-bubble-scheduler", ma_opt_bubble_sched },
 	{ "MARCEL_TIMESLICE", "--marcel-timeslice", ma_opt_timeslice },
 	{ "MARCEL_TRACE", "--marcel-trace", ma_opt_trace },
@@ -205,6 +218,7 @@ int ma_options_parse(struct ma_options *o, int *argc, char **argv)
 	o->maxarity = MA_DEFAULT_MAXARITY;
 	o->stack_size = MA_DEFAULT_STACK_SIZE;
 	o->spin = -1;
+	o->idle_spin_us = -1;
 	const char *accepted = "";
 
 	for (size_t i = 0; i < MA_NB_OPTS; i++) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "ma_test.h"
 
@@ -187,6 +188,16 @@ START_TEST(test_env_spin)
 	const char *bad[] = { "-1", "abc", "1000001", "", "10x", "Auto" };
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		expect_env_error("MARCEL_SPIN", bad[i], EINVAL, ACC_SPIN);
+}
+END_TEST
+
+#define ACC_IDLE_SPIN "microseconds an idle worker polls before sleeping, from 0 to 1000000, or 'auto'"
+
+START_TEST(test_env_idle_spin)
+{
+	const char *bad[] = { "-1", "abc", "1000001", "", "2ms", "Auto", " 5" };
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		expect_env_error("MARCEL_IDLE_SPIN", bad[i], EINVAL, ACC_IDLE_SPIN);
 }
 END_TEST
 
@@ -402,22 +413,72 @@ START_TEST(test_good_topology_xml)
 }
 END_TEST
 
-START_TEST(test_good_spin)
+/* Each good value of variable name starts the runtime; flag with flag_value does too, and
+ * is removed from argv. */
+static void expect_good(const char *name, const char *const *good, unsigned n, const char *flag,
+			const char *flag_value)
 {
-	const char *good[] = { "0", "auto", "500", "1000000" };
-	for (unsigned i = 0; i < sizeof(good) / sizeof(*good); i++) {
-		ck_assert_uint_gt(init_with(NULL, "MARCEL_SPIN", good[i]), 0);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_uint_gt(init_with(NULL, name, good[i]), 0);
 		marcel_end();
 	}
-	/* The flag works too, and is removed from argv. */
 	clean_env();
-	char *argv[] = { (char *)"prog", (char *)"--marcel-spin", (char *)"7", (char *)"x", NULL };
+	char *argv[] = { (char *)"prog", (char *)flag, (char *)flag_value, (char *)"x", NULL };
 	int argc = 4;
 	ck_assert_int_eq(init_capture(&argc, argv), 0);
 	ck_assert_int_eq(argc, 2);
 	ck_assert_str_eq(argv[1], "x");
 	marcel_end();
 	clean_env();
+}
+
+START_TEST(test_good_spin)
+{
+	const char *good[] = { "0", "auto", "500", "1000000" };
+	expect_good("MARCEL_SPIN", good, sizeof(good) / sizeof(*good), "--marcel-spin", "7");
+}
+END_TEST
+
+/* CPU time of the whole process, in ms. */
+static double process_cpu_ms(void)
+{
+	struct timespec ts;
+	ck_assert_int_eq(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts), 0);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* CPU time the process used while main slept 200 ms and every VP idled, under
+ * MARCEL_IDLE_SPIN=value on this machine; -1 with a single VP. */
+static double idle_cpu_ms(const char *value)
+{
+	if (init_with(NULL, "MARCEL_IDLE_SPIN", value) < 2) {
+		marcel_end();
+		return -1;
+	}
+	marcel_usleep(20000);  /* start-up over */
+	double t0 = process_cpu_ms();
+	marcel_usleep(200000);
+	double used = process_cpu_ms() - t0;
+	marcel_end();
+	clean_env();
+	return used;
+}
+
+START_TEST(test_good_idle_spin)
+{
+	const char *good[] = { "0", "auto", "50", "1000000" };
+	expect_good("MARCEL_IDLE_SPIN", good, sizeof(good) / sizeof(*good), "--marcel-idle-spin", "0");
+	/* It takes effect: idle workers that poll for a second burn the processors through
+	 * main's sleep, workers that sleep at once do not. Far apart whatever the load (the
+	 * pollers get 200 ms of CPU each on free processors; the other run uses a few ms);
+	 * not with a single VP, and not under valgrind, which runs one thread at a time. */
+	if (getenv("MA_TEST_VALGRIND"))
+		return;
+	double sleeping = idle_cpu_ms("0"), polling = idle_cpu_ms("1000000");
+	if (sleeping < 0 || polling < 0)
+		return;
+	ck_assert_msg(sleeping < 60 && polling > 100, "idle CPU time over 200 ms: %.1f ms with "
+		      "MARCEL_IDLE_SPIN=0, %.1f ms with 1000000", sleeping, polling);
 }
 END_TEST
 
@@ -462,6 +523,7 @@ int main(void)
 	tcase_add_test(tc, test_env_maxarity);
 	tcase_add_test(tc, test_env_stack_size);
 	tcase_add_test(tc, test_env_spin);
+	tcase_add_test(tc, test_env_idle_spin);
 	tcase_add_test(tc, test_argv_errors);
 	tcase_add_test(tc, test_unknown_env_warns);
 	tcase_set_timeout(tc, 60);
@@ -475,6 +537,7 @@ int main(void)
 	tcase_add_test(tc, test_good_topology_xml);
 	tcase_add_test(tc, test_good_maxarity);
 	tcase_add_test(tc, test_good_spin);
+	tcase_add_test(tc, test_good_idle_spin);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
