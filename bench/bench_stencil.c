@@ -16,7 +16,10 @@
  *
  *   conduction_bubbles, advection_bubbles: one stripe per processor, default strategy;
  *   conduction_dynamic_bubbles: --imbalance (a costly band of rows moving across the
- *     grid) with 8 stripes per processor, where a fixed placement cannot follow the load.
+ *     grid) with 8 stripes per processor, where a fixed placement cannot follow the load,
+ *     under steal (BENCH_STENCIL_DYNAMIC_SCHED names another);
+ *   conduction_dynamic_default: the same under the default strategy (burst, whose
+ *     regenerations are what follows the load there), against pthread_fixed only.
  *
  * usage: bench_stencil [--full] [--reps N]
  */
@@ -167,6 +170,11 @@ static void dynamic_stencil(const struct bench_opts *o, int procs)
 	snprintf(args, sizeof(args), "--size 1024 --iters %ld --threads %d --imbalance", iters, threads);
 	snprintf(what, sizeof(what), "1024x1024, %ld iterations, %d threads, --imbalance", iters, threads);
 	compare("conduction_dynamic_bubbles", "conduction", args, what, vs, 3, o->reps);
+	struct variant dflt[] = {
+		{ .prog = "marcel" },
+		{ .peer = "pthread_fixed", .prog = "fixed" },
+	};
+	compare("conduction_dynamic_default", "conduction", args, what, dflt, 2, o->reps);
 }
 
 int main(int argc, char **argv)
