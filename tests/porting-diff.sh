@@ -7,9 +7,9 @@
 #    issue 5 asks, and the counts quoted in doc/porting.md and doc/examples.md must be
 #    that number.
 # Runs from any build directory: the files are read under $srcdir/.. (srcdir is set by
-# `make check`).
+# `make check`; run by hand, the directory of this script).
 set -u
-top=${srcdir:-.}/..
+top=${srcdir:-$(dirname "$0")}/..
 doc=$top/doc/porting.md
 tmp=${TMPDIR:-/tmp}/porting-diff.$$
 trap 'rm -f "$tmp".*' EXIT

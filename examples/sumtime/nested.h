@@ -211,8 +211,12 @@ static inline void nested_parse(struct nested_cli *c, int argc, char **argv)
 			c->seeds = strcmp(opt, "--seeds") == 0;
 			continue;
 		}
-		if (strcmp(opt, "--no-bubbles") == 0 || strcmp(opt, "--two-bubbles") == 0) {
-			c->bubbles = opt[2] == 'n' ? NESTED_NO_BUBBLES : NESTED_TWO_BUBBLES;
+		if (strcmp(opt, "--no-bubbles") == 0) {
+			c->bubbles = NESTED_NO_BUBBLES;
+			continue;
+		}
+		if (strcmp(opt, "--two-bubbles") == 0) {
+			c->bubbles = NESTED_TWO_BUBBLES;
 			continue;
 		}
 		const struct nested_opt *o = c->opts;
