@@ -311,7 +311,7 @@ void ma_private_hurry(struct ma_worker *w)
 	int me = (int)w->vp + 1, prio;
 	/* More VPs than processors: the one to serve us may need this processor, and a
 	 * round that gives it away may last a scheduler time slice. */
-	int oversubscribed = ma_rt.oversubscribed;
+	int oversubscribed = __atomic_load_n(&ma_rt.oversubscribed, __ATOMIC_RELAXED);
 	uint64_t until = ma_clock_ns() + MA_PRIVATE_PATIENCE_NS;
 	for (unsigned rounds = 1;; rounds++) {
 		/* Work placed here meanwhile comes first: the wait is for work, not for them. */

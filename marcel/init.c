@@ -139,6 +139,36 @@ static int ma_setup_main(void)
 	return 0;
 }
 
+/* How idle workers and waiters poll, given whether other processes share the processors:
+ * MARCEL_IDLE_SPIN and MARCEL_SPIN when set, else what the processors allow. Workers read
+ * the three fields at each idle period or wait. */
+static void ma_polling_set(int shared)
+{
+	static ma_spinlock_t lock;
+	/* Past one VP per unit, VPs wrap around and share processors (vpmap.c). */
+	int over = shared || ma_rt.topo.fake || ma_rt.nb_vps > ma_rt.topo.nb_units;
+	unsigned idle = ma_rt.opt.idle_spin_us >= 0 ? (unsigned)ma_rt.opt.idle_spin_us
+		      : over ? MA_IDLE_SPIN_SHARED_US : MA_IDLE_SPIN_US;
+	/* Polling a lock pays only if its holder runs on another processor at the same time. */
+	unsigned spin = ma_rt.opt.spin >= 0 ? (unsigned)ma_rt.opt.spin : ma_rt.nb_vps > 1 && !over ? 100 : 0;
+	/* Two callers at once leave one's setting, not a mix of both. */
+	ma_spin_lock(&lock);
+	__atomic_store_n(&ma_rt.oversubscribed, over, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_rt.idle_spin_us, idle, __ATOMIC_RELAXED);
+	__atomic_store_n(&ma_rt.spin_limit, spin, __ATOMIC_RELAXED);
+	ma_spin_unlock(&lock);
+}
+
+int marcel_set_processors_shared(int shared)
+{
+	if (shared != 0 && shared != 1)
+		return EINVAL;
+	if (!ma_rt.running)
+		return EPERM;
+	ma_polling_set(shared);
+	return 0;
+}
+
 int marcel_init(int *argc, char **argv)
 {
 	if (ma_rt.running)
@@ -169,16 +199,7 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.nb_vps = ma_rt.topo.nb_vps;
-	ma_rt.oversubscribed = ma_rt.topo.fake || ma_rt.nb_vps > ma_rt.topo.nb_pus;
-	if (ma_rt.opt.idle_spin_us >= 0)
-		ma_rt.idle_spin_us = (unsigned)ma_rt.opt.idle_spin_us;
-	else
-		ma_rt.idle_spin_us = ma_rt.oversubscribed ? MA_IDLE_SPIN_SHARED_US : MA_IDLE_SPIN_US;
-	/* Polling a lock pays only if its holder runs on another processor at the same time. */
-	if (ma_rt.opt.spin >= 0)
-		ma_rt.spin_limit = (unsigned)ma_rt.opt.spin;
-	else
-		ma_rt.spin_limit = ma_rt.nb_vps > 1 && !ma_rt.oversubscribed ? 100 : 0;
+	ma_polling_set(0);
 	/* Before anything runs, so that the trace sees the whole run; it has printed why. */
 	if ((e = ma_trace_start())) {
 		ma_topo_free(&ma_rt.topo);

@@ -332,8 +332,11 @@ struct ma_runtime {
 	char *main_stack_lo;              /* lowest byte of main's stack (seed.c), NULL: unknown */
 	size_t page_size;
 	/* VPs may outnumber the processors running them (a synthetic or XML topology, or
-	 * more VPs than PUs): a worker that polls may then hold the processor of one that
-	 * has work, so polls are short and give the processor away. */
+	 * more VPs than cores, or than PUs with MARCEL_SMT): a worker that polls may then
+	 * hold the processor of one that has work, so polls are short and give the
+	 * processor away. Also set while other processes share the processors
+	 * (marcel_set_processors_shared: MPI ranks of a node that are not bound). Written
+	 * with the two below by ma_polling_set, read relaxed. */
 	int oversubscribed;
 	unsigned idle_spin_us;            /* how long an idle worker polls before sleeping */
 	unsigned spin_limit;              /* rounds a waiter polls before blocking */

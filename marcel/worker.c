@@ -36,13 +36,6 @@ __attribute__((noinline)) void *ma_tls_worker_get(void)
  * thread's lifetime, so parallel work is not held back in practice. */
 #define MA_STEAL_GRACE_NS 2000u
 
-/* Past its first MA_EAGER_IDLE_NS, a polling worker waits mostly for its own threads to
- * come back (a barrier's, a wake-up's): it leaves new work on shared queues to its
- * producer for MA_LATE_GRACE_NS, so that a long poll does not pull every child a busy
- * worker creates across cores (create_join_1by1_shared took twice as long when it did). */
-#define MA_EAGER_IDLE_NS 50000u
-#define MA_LATE_GRACE_NS 20000u
-
 static uint64_t ma_now_ns(void)
 {
 	struct timespec ts;
@@ -67,11 +60,11 @@ struct ma_seen {
 #define MA_SEEN_MAX 32
 
 /* Work a spinning worker may take now: anything on a queue only it serves; on a shared
- * queue, only work that has been waiting for grace_ns. Each queue is judged by
+ * queue, only work that has been waiting for MA_STEAL_GRACE_NS. Each queue is judged by
  * its own work: the grace runs from when its present work appeared, and starts again
  * once everything that was there then has been taken -- a producer that keeps creating
  * and joining its own children keeps the queue busy, not its children waiting. */
-static int ma_spin_sees_work(const struct ma_worker *w, struct ma_seen *seen, int shared, uint64_t grace_ns)
+static int ma_spin_sees_work(const struct ma_worker *w, struct ma_seen *seen, int shared)
 {
 	/* runnext: a timer this worker fired while polling woke one of its threads. */
 	if (w->runnext || atomic_load_explicit(&w->rq.bitmap, memory_order_relaxed))
@@ -97,7 +90,7 @@ static int ma_spin_sees_work(const struct ma_worker *w, struct ma_seen *seen, in
 			s->ready = ready ? ready : 1;
 			continue;
 		}
-		if (now - s->since >= grace_ns)
+		if (now - s->since >= MA_STEAL_GRACE_NS)
 			return 1;
 	}
 	return 0;
@@ -159,10 +152,10 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 	}
 	atomic_store(&w->state, MA_WORKER_SPINNING);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), 1);
-	uint64_t start = ma_now_ns(), deadline = start / 1000 + ma_rt.idle_spin_us, grace = MA_STEAL_GRACE_NS;
+	uint64_t deadline = ma_now_ns() / 1000 + __atomic_load_n(&ma_rt.idle_spin_us, __ATOMIC_RELAXED);
 	/* More workers than processors: polling would steal the processor from the worker
 	 * that has the work, so give it away at each round. */
-	int oversubscribed = ma_rt.oversubscribed;
+	int oversubscribed = __atomic_load_n(&ma_rt.oversubscribed, __ATOMIC_RELAXED);
 	unsigned rounds = 0, pauses = 1, max_pauses = ma_poll_pauses();
 	int found = 0;
 	struct ma_seen seen[MA_SEEN_MAX];
@@ -171,7 +164,7 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 	/* Shared queues are polled one round in MA_SHARED_EVERY: their work is left to its
 	 * producer for a while anyway, and every poll of a line that producer writes makes
 	 * its next locked access to it a transfer between cores. */
-	while (!(found = ma_spin_sees_work(w, seen, oversubscribed || rounds % MA_SHARED_EVERY == 0, grace)) &&
+	while (!(found = ma_spin_sees_work(w, seen, oversubscribed || rounds % MA_SHARED_EVERY == 0)) &&
 	       !atomic_load(&ma_rt.stopping)) {
 		if (oversubscribed) {
 			sched_yield();
@@ -189,8 +182,6 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 			ma_timers_steal(now);
 			if (now / 1000 >= deadline)
 				break;
-			if (now - start >= MA_EAGER_IDLE_NS)
-				grace = MA_LATE_GRACE_NS;
 		}
 	}
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);

@@ -222,6 +222,27 @@ START_TEST(test_waits_serialized)
 }
 END_TEST
 
+/* Ranks that are not bound (MPIRUN_OPTS) each have a VP per processor: two of them
+ * crowd the node, and marcel_mpi_init says so to each runtime; one alone does not. */
+static void helper_crowd(int np, const char *expect)
+{
+	int st;
+	char args[64], want[64];
+	snprintf(args, sizeof(args), "--helper crowd %s", expect);
+	snprintf(want, sizeof(want), "mpi-helper: crowd %s passed", expect);
+	char *out = mpirun(np, "", MA_CHECK_MPI, args, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, want) != NULL,
+		      "helper crowd %s on %d ranks: status %#x:\n%s", expect, np, st, tail(out));
+	free(out);
+}
+
+START_TEST(test_crowded_node)
+{
+	helper_crowd(2, "shared");
+	helper_crowd(1, "alone");
+}
+END_TEST
+
 START_TEST(test_thread_levels)
 {
 	int st;
@@ -338,6 +359,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_ranks_2d);
 	tcase_add_test(tc, test_ranks_3d);
 	tcase_add_test(tc, test_imbalance);
+	tcase_add_test(tc, test_crowded_node);
 	tcase_add_test(tc, test_strategies);
 #ifdef MA_TEST_TSAN
 	printf("check_mpi: ThreadSanitizer build: every run at MPI_THREAD_SERIALIZED, "

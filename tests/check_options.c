@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "ma_test.h"
+#include "ma_idle_probe.h"
 
 extern char **environ;
 
@@ -439,46 +439,98 @@ START_TEST(test_good_spin)
 }
 END_TEST
 
-/* CPU time of the whole process, in ms. */
-static double process_cpu_ms(void)
+/* ma_idle_probe_ms() under MARCEL_IDLE_SPIN=value (unset when NULL), on topology (this
+ * machine when NULL) with nvp VPs (the default when 0). */
+static double idle_cpu_with(const char *value, const char *topology, unsigned nvp)
 {
-	struct timespec ts;
-	ck_assert_int_eq(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts), 0);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* CPU time the process used while main slept 200 ms and every VP idled, under
- * MARCEL_IDLE_SPIN=value on this machine; -1 with a single VP. */
-static double idle_cpu_ms(const char *value)
-{
-	if (init_with(NULL, "MARCEL_IDLE_SPIN", value) < 2) {
-		marcel_end();
-		return -1;
-	}
-	marcel_usleep(20000);  /* start-up over */
-	double t0 = process_cpu_ms();
-	marcel_usleep(200000);
-	double used = process_cpu_ms() - t0;
+	clean_env();
+	char n[16];
+	snprintf(n, sizeof(n), "%u", nvp);
+	if (value)
+		setenv("MARCEL_IDLE_SPIN", value, 1);
+	if (topology)
+		setenv("MARCEL_TOPOLOGY", topology, 1);
+	if (nvp)
+		setenv("MARCEL_NVP", n, 1);
+	ck_assert_int_eq(init_capture(NULL, NULL), 0);
+	double ms = ma_idle_probe_ms();
 	marcel_end();
 	clean_env();
-	return used;
+	return ms;
 }
+
+/* The long poll burns many times what the short one does (on the 2-core VM: 160 ms
+ * against 4-8), whatever the load or the sanitizer, which slow the short probe's
+ * wake-ups and cut the pollers' share of the processors alike: runs are compared with
+ * each other, not with fixed figures. Not under valgrind, which runs one thread at a
+ * time. */
+#define POLL_FACTOR 3.0
 
 START_TEST(test_good_idle_spin)
 {
 	const char *good[] = { "0", "auto", "50", "1000000" };
 	expect_good("MARCEL_IDLE_SPIN", good, sizeof(good) / sizeof(*good), "--marcel-idle-spin", "0");
-	/* It takes effect: idle workers that poll for a second burn the processors through
-	 * main's sleep, workers that sleep at once do not. Far apart whatever the load (the
-	 * pollers get 200 ms of CPU each on free processors; the other run uses a few ms);
-	 * not with a single VP, and not under valgrind, which runs one thread at a time. */
 	if (getenv("MA_TEST_VALGRIND"))
 		return;
-	double sleeping = idle_cpu_ms("0"), polling = idle_cpu_ms("1000000");
-	if (sleeping < 0 || polling < 0)
+	/* It takes effect: workers that sleep at once burn nothing; workers that poll for a
+	 * second never sleep through the 200 ms. */
+	double sleeping = idle_cpu_with("0", NULL, 0), polling = idle_cpu_with("1000000", NULL, 0);
+	ck_assert_msg(polling > 50 && polling > POLL_FACTOR * sleeping, "idle CPU time while main slept "
+		      "200 ms: %.1f ms with MARCEL_IDLE_SPIN=0, %.1f ms with 1000000", sleeping, polling);
+}
+END_TEST
+
+/* auto: the long poll when every VP has a processor of its own, the short one where VPs
+ * share processors: a synthetic topology, more VPs than units (cores), or after
+ * marcel_set_processors_shared(1); a value given stays. */
+START_TEST(test_idle_spin_auto)
+{
+	if (getenv("MA_TEST_VALGRIND"))
 		return;
-	ck_assert_msg(sleeping < 60 && polling > 100, "idle CPU time over 200 ms: %.1f ms with "
-		      "MARCEL_IDLE_SPIN=0, %.1f ms with 1000000", sleeping, polling);
+	double own = idle_cpu_with(NULL, NULL, 0), fake = idle_cpu_with(NULL, "core:2", 2);
+	clean_env();
+	ck_assert_int_eq(init_capture(NULL, NULL), 0);
+	unsigned units = marcel_nbvps();  /* by default, one VP per core */
+	marcel_end();
+	double wrapped = idle_cpu_with(NULL, NULL, 2 * units);
+	ck_assert_msg(own > POLL_FACTOR * fake && own > POLL_FACTOR * wrapped,
+		      "auto: %.1f ms of idle CPU with a VP per core, %.1f on a synthetic topology, %.1f "
+		      "with %u VPs on %u cores (expected the first many times the others)", own, fake,
+		      wrapped, 2 * units, units);
+
+	/* Shared, then not: each worker follows from its next idle period. */
+	clean_env();
+	ck_assert_int_eq(init_capture(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_set_processors_shared(1), 0);
+	double shared = ma_idle_probe_ms();
+	ck_assert_int_eq(marcel_set_processors_shared(0), 0);
+	double unshared = ma_idle_probe_ms();
+	marcel_end();
+	ck_assert_msg(unshared > POLL_FACTOR * shared, "idle CPU time: %.1f ms shared, %.1f ms no longer "
+		      "shared", shared, unshared);
+	/* A value given in MARCEL_IDLE_SPIN is kept when the processors are shared. */
+	clean_env();
+	setenv("MARCEL_IDLE_SPIN", "2000", 1);
+	ck_assert_int_eq(init_capture(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_set_processors_shared(1), 0);
+	double kept = ma_idle_probe_ms();
+	marcel_end();
+	clean_env();
+	ck_assert_msg(kept > POLL_FACTOR * shared, "MARCEL_IDLE_SPIN=2000, shared: %.1f ms of idle CPU (auto, "
+		      "shared: %.1f)", kept, shared);
+}
+END_TEST
+
+START_TEST(test_processors_shared_args)
+{
+	clean_env();
+	ck_assert_int_eq(marcel_set_processors_shared(1), EPERM);  /* not running */
+	ck_assert_int_eq(init_capture(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_set_processors_shared(2), EINVAL);
+	ck_assert_int_eq(marcel_set_processors_shared(-1), EINVAL);
+	ck_assert_int_eq(marcel_set_processors_shared(0), 0);
+	marcel_end();
+	ck_assert_int_eq(marcel_set_processors_shared(0), EPERM);
 }
 END_TEST
 
@@ -538,6 +590,8 @@ int main(void)
 	tcase_add_test(tc, test_good_maxarity);
 	tcase_add_test(tc, test_good_spin);
 	tcase_add_test(tc, test_good_idle_spin);
+	tcase_add_test(tc, test_idle_spin_auto);
+	tcase_add_test(tc, test_processors_shared_args);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);

@@ -7,6 +7,8 @@
  *
  *   --helper waits multiple|serialized   marcel_mpi_wait* on one rank, 2 VPs
  *   --helper levels                      marcel_mpi_init's checks of the thread level
+ *   --helper crowd shared|alone          whether marcel_mpi_init told the runtime that
+ *                                        the node's ranks share its processors
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <marcel.h>
 #include <marcel/mpi.h>
+#include "ma_idle_probe.h"
 
 int ma_mpi_helper(int argc, char **argv);  /* called by check_mpi's main */
 
@@ -307,6 +310,27 @@ static int levels(int argc, char **argv)
 	return 0;
 }
 
+/* ---- a crowded node ---- */
+
+/* marcel_mpi_init leaves the processors shared when the node's ranks have more VPs than
+ * it has processors (several ranks, each with a VP per processor), not with one rank.
+ * Seen by flipping the setting afterwards: the long poll burns many times the short. */
+static void crowd(int shared)
+{
+	int provided;
+	REQUIRE(marcel_mpi_init(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) == 0, "marcel_mpi_init failed");
+	double as_left = ma_idle_probe_ms();
+	REQUIRE(marcel_set_processors_shared(!shared) == 0, "marcel_set_processors_shared(%d)", !shared);
+	double flipped = ma_idle_probe_ms();
+	double brief = shared ? as_left : flipped, full = shared ? flipped : as_left;
+	REQUIRE(full > 3 * brief, "idle CPU time %.1f ms as marcel_mpi_init left the runtime, %.1f ms after "
+		"marcel_set_processors_shared(%d): expected the %s poll first", as_left, flipped, !shared,
+		shared ? "short" : "long");
+	REQUIRE(marcel_mpi_finalize() == 0, "marcel_mpi_finalize failed");
+	printf("mpi-helper: crowd %s passed (%.1f ms of idle CPU as left, %.1f flipped)\n",
+	       shared ? "shared" : "alone", as_left, flipped);
+}
+
 int ma_mpi_helper(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "levels") == 0)
@@ -319,6 +343,15 @@ int ma_mpi_helper(int argc, char **argv)
 		marcel_end();
 		return 0;
 	}
-	fprintf(stderr, "mpi-helper: unknown mode; use: waits multiple|serialized, or levels\n");
+	int shared = argc == 3 && strcmp(argv[2], "shared") == 0;
+	if (argc == 3 && strcmp(argv[1], "crowd") == 0 && (shared || strcmp(argv[2], "alone") == 0)) {
+		if (marcel_init(&argc, argv) != 0)
+			return 1;
+		crowd(shared);
+		marcel_end();
+		return 0;
+	}
+	fprintf(stderr, "mpi-helper: unknown mode; use: waits multiple|serialized, levels, or crowd "
+		"shared|alone\n");
 	return 2;
 }

@@ -6,7 +6,7 @@
 if HAVE_CHECK
 if HAVE_MPI
 check_PROGRAMS += check_mpi  # TESTS is $(check_PROGRAMS)
-check_mpi_SOURCES = check_mpi.c mpi-helper.c ma_test.h
+check_mpi_SOURCES = check_mpi.c mpi-helper.c ma_test.h ma_idle_probe.h
 check_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS) -DMA_EXAMPLES_DIR=\"$(abs_top_builddir)/examples\" \
 	-DMA_MPIRUN=\"$(MPIRUN)\" -DMA_CHECK_MPI=\"$(abs_builddir)/check_mpi$(EXEEXT)\"
 check_mpi_LDADD = $(top_builddir)/marcel/libmarcel-mpi.la $(LDADD) $(MPI_LIBS)

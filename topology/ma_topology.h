@@ -78,6 +78,7 @@ struct ma_topo {
 	unsigned nb_cpukinds;
 	struct ma_cpukind *cpukinds;
 	unsigned nb_vps;
+	unsigned nb_units;        /* what VPs are spread over: cores, or PUs with smt */
 	struct ma_vp_map *vps;
 };
 

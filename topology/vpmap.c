@@ -40,6 +40,7 @@ int ma_topo_map_vps(struct ma_topo *t, unsigned nvp, int smt)
 		return ENOMEM;
 	}
 	t->nb_vps = nvp;
+	t->nb_units = units;
 
 	/* PUs never have children, so an item carrying a PU is the deepest one holding it. */
 	for (unsigned i = 0; i < t->nb_levels; i++)

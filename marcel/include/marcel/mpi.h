@@ -99,7 +99,11 @@ extern "C" {
  * thread level it provides.
  *
  * Call it after marcel_init() (which removes the `--marcel-*` options from the command
- * line) and before any other MPI call, from one thread.
+ * line) and before any other MPI call, from one thread. Every rank of the job must call
+ * it: the ranks of each node add up their VPs (a collective on the node's ranks), and when
+ * they have more than the node has processors, as when ranks are not bound to separate
+ * cores, each tells its runtime so (marcel_set_processors_shared()), so that idle
+ * workers do not keep processors that other ranks need.
  *
  * @param argc as for `MPI_Init_thread()`; may be NULL, with @p argv.
  * @param argv as for `MPI_Init_thread()`; may be NULL, with @p argc.

@@ -139,6 +139,24 @@ int marcel_current_vp(void);
 unsigned marcel_nbvps(void);
 
 /**
+ * Tells the runtime whether other busy processes share its processors, which it cannot
+ * see: several MPI ranks of one node that are not bound to separate cores, several marcel
+ * programs at once, a container limited by a CPU quota rather than a CPU set.
+ *
+ * Shared (1), an idle worker polls for 50 µs and gives its processor away at each round
+ * before it sleeps, and a thread waiting for a held mutex does not poll: what the runtime
+ * does on its own when it has more VPs than processors. Not shared (0, the state after
+ * marcel_init()), an idle worker polls for 2 ms when every VP has a processor of its own,
+ * which saves barrier-bound programs the wake-up of a sleeping worker. `MARCEL_IDLE_SPIN`
+ * and `MARCEL_SPIN`, when set, keep their values either way. marcel_mpi_init() calls this
+ * with 1 when the ranks of the node have more VPs in all than the node has processors.
+ *
+ * Any thread may call it at any time; each worker applies it from its next idle period.
+ * @return 0; EINVAL if @p shared is neither 0 nor 1; EPERM if the runtime is not running.
+ */
+int marcel_set_processors_shared(int shared);
+
+/**
  * Keeps time slicing (`MARCEL_TIMESLICE`) and the runtime's own preemption (bubble
  * regeneration, and an idle VP asking for the seeds of a private bubble under the `cache`
  * and `steal` strategies) from switching the calling thread out until the matching
