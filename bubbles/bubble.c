@@ -1019,7 +1019,7 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 	/* A bubble private to our VP (private.c): named, or the one holding us. */
 	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
 	if (o) {
-		if (o == ma_worker_self() && start && ma_private_adopt(o, b, t, attr && attr->natural_bubble))
+		if (o == ma_worker_self() && start && ma_private_adopt_fast(o, b, t, attr && attr->natural_bubble))
 			return 0;
 		ma_bubble_unprivate(b);
 	}
@@ -1054,18 +1054,20 @@ void ma_bubble_task_exit_owner(struct marcel_task *t)
 
 void ma_bubble_task_exit(struct marcel_task *t)
 {
-	ma_bubble_task_exit_owner(t);
+	if (ma_unlikely(t->children_bubble != NULL))
+		ma_bubble_task_exit_owner(t);
+	/* Its last run is charged at the switch after it ends, too late for its bubble: a
+	 * thread that never switched would leave it nothing. Charge it now (an inline seed's
+	 * joiner then need not, seed.c). */
+	struct ma_worker *w = ma_worker_self();
+	if (w && w->current == t)
+		ma_cpu_charge(w, t);
 	/* Its CPU time goes to the bubble it leaves, with the removal (to that bubble only:
 	 * statistics sum up the tree, and one shared root counter would be written by every
 	 * exit). */
 	struct ma_bubble *b = ma_entity_parent(&t->e);
 	if (!b)
 		return;
-	/* Its last run is charged at the switch after it ends, too late for the bubble: a
-	 * thread that never switched would leave it nothing. Charge it now. */
-	struct ma_worker *w = ma_worker_self();
-	if (w && w->current == t)
-		ma_cpu_charge(w, t);
 	unsigned long long cpu = ma_task_cpu_ns(t);
 	if (w && atomic_load_explicit(&b->private_w, memory_order_relaxed) == w) {
 		ma_private_task_exit(b, t, cpu);

@@ -82,7 +82,8 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b)
 	/* Usually the newest: levels end in the order they began. */
 	for (unsigned i = n; i-- > 0;) {
 		if (w->privates[i] == b) {
-			memmove(&w->privates[i], &w->privates[i + 1], (n - 1 - i) * sizeof(w->privates[0]));
+			if (i != n - 1)
+				memmove(&w->privates[i], &w->privates[i + 1], (n - 1 - i) * sizeof(w->privates[0]));
 			atomic_store_explicit(&w->nb_private, n - 1, memory_order_relaxed);
 			/* Listed, so its waker is one of ours. */
 			ma_private_unwake(b);
@@ -337,13 +338,6 @@ void ma_private_hurry(struct ma_worker *w)
 
 /* ---- fast paths (b private to w, the caller's VP) ---- */
 
-/* Whether w was asked for anything: the fast paths' one check. */
-static inline __attribute__((always_inline)) int ma_private_asked(const struct ma_worker *w)
-{
-	return atomic_load_explicit(&w->publish_req, memory_order_relaxed) ||
-	       atomic_load_explicit(&w->publish_all_req, memory_order_relaxed);
-}
-
 int ma_private_wake(struct ma_worker *w, struct ma_bubble *b)
 {
 	if (b->private_woken)
@@ -415,20 +409,6 @@ int ma_private_claim(struct ma_worker *w, struct marcel_task *t)
 	b->nb_born_threads--;
 	t->private_claimed = 1;
 	return 1;
-}
-
-void ma_private_task_exit(struct ma_bubble *b, struct marcel_task *t, unsigned long long cpu_ns)
-{
-	ma_list_del(&t->e.member_node);
-	b->nb_members--;
-	t->e.explicit_member = 0;
-	__atomic_store_n(&t->e.natural_holder, NULL, __ATOMIC_RELEASE);
-	atomic_store_explicit(&b->nb_threads_sub, atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) - 1,
-			      memory_order_relaxed);
-	if (cpu_ns)
-		atomic_store_explicit(&b->cpu_ended_ns,
-				      atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed) + cpu_ns,
-				      memory_order_relaxed);
 }
 
 void ma_private_before_public(struct ma_worker *w, struct marcel_task *self)

@@ -7,11 +7,6 @@
 #include <time.h>
 #include "ma_bubble.h"
 
-unsigned long long ma_task_cpu_ns(const struct marcel_task *t)
-{
-	return atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed);
-}
-
 static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)
 {
 	s->load += t->e.load_hint >= 0 ? t->e.load_hint : 1;

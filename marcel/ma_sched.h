@@ -475,7 +475,13 @@ void ma_wake_task(struct marcel_task *t) MA_HIDDEN;
 /* Arms a waiter for the calling thread. The caller must then publish it with an atomic
  * read-modify-write (CAS, exchange, fetch_or: a full barrier), and its waker must find it
  * through that same variable; that is what orders the arming without a fence. */
-void ma_waiter_init(struct ma_waiter *wt) MA_HIDDEN;
+static inline void ma_waiter_init(struct ma_waiter *wt)
+{
+	wt->task = ma_task_self();
+	atomic_init(&wt->done, 0);
+	if (wt->task)
+		atomic_store_explicit(&wt->task->state, MA_TASK_BLOCKING, memory_order_relaxed);
+}
 /* Blocks until ma_waiter_wake has been called on wt (at once if it already was). A waiter
  * is one-shot: initialise it again for the next wait. */
 void ma_waiter_wait(struct ma_waiter *wt) MA_HIDDEN;
@@ -518,9 +524,6 @@ static inline void ma_private_publish_pending(struct ma_worker *w)
 	if (ma_unlikely(atomic_load_explicit(&w->nb_private, memory_order_relaxed) != 0))
 		ma_private_publish_all(w);
 }
-/* BORN seed t is in a woken private bubble of w: takes it for its joiner to run (1), or
- * 0 (nothing done, or every private bubble of w published: t may be READY now). */
-int ma_private_claim(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 /* The caller (running on w) is about to add to the bubble holding it, or to wake a bubble
  * into it, the public way: if that bubble is private, w publishes first. */
 void ma_private_before_public(struct ma_worker *w, struct marcel_task *self) MA_HIDDEN;
@@ -578,7 +581,13 @@ void ma_idle_wait(struct ma_worker *w) MA_HIDDEN;
 /* ---- thread.c ---- */
 /* A new thread or bubble id (unique for the process's lifetime); w: the caller's worker,
  * NULL if none. */
-uint64_t ma_new_id(struct ma_worker *w) MA_HIDDEN;
+uint64_t ma_new_id_slow(struct ma_worker *w) MA_HIDDEN;
+static inline uint64_t ma_new_id(struct ma_worker *w)
+{
+	if (ma_likely(w && w->id_next != w->id_end))
+		return w->id_next++;
+	return ma_new_id_slow(w);
+}
 /* The queue of the smallest item covering every VP of set, or NULL if it names no VP. */
 struct ma_runqueue *ma_rq_for_set(const marcel_vpset_t *set) MA_HIDDEN;
 
@@ -599,10 +608,32 @@ void *ma_stack_map(size_t size, size_t *mapped) MA_HIDDEN;
 void ma_stack_unmap(void *base, size_t size) MA_HIDDEN;
 
 /* ---- task.c ---- */
-struct marcel_task *ma_task_alloc(struct ma_worker *w) MA_HIDDEN;
+struct marcel_task *ma_task_alloc_slow(struct ma_worker *w) MA_HIDDEN;
+/* A descriptor from w's list (w: the caller's worker, NULL if none), NULL if memory ran
+ * out. Inline: every creation takes one. */
+static inline struct marcel_task *ma_task_alloc(struct ma_worker *w)
+{
+	struct marcel_task *t;
+	if (ma_likely(w && w->tasks)) {
+		t = w->tasks;
+		w->tasks = t->pool_next;
+		w->nb_tasks--;
+	} else {
+		t = ma_task_alloc_slow(w);
+		if (!t)
+			return NULL;
+	}
+	t->pool_next = NULL;
+	return t;
+}
 void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_task_pools_free(void) MA_HIDDEN;
-int ma_task_valid(const struct marcel_task *t) MA_HIDDEN;
+/* Whether t is a live thread's descriptor. Inline: every call naming a thread asks. */
+static inline int ma_task_valid(const struct marcel_task *t)
+{
+	return t && t->magic == MA_TASK_MAGIC &&
+	       atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_FREE;
+}
 /* A scheduling context (a VP's idle loop, a carrier's own context): a task that is never
  * queued and needs no stack binding. */
 void ma_context_task_init(struct marcel_task *t, const char *name) MA_HIDDEN;

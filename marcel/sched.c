@@ -226,15 +226,6 @@ void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 
 /* ---- waiting ---- */
 
-void ma_waiter_init(struct ma_waiter *wt)
-{
-	wt->task = ma_task_self();
-	atomic_init(&wt->done, 0);
-	/* Armed before publication; the publishing RMW orders this store (ma_sched.h). */
-	if (wt->task)
-		atomic_store_explicit(&wt->task->state, MA_TASK_BLOCKING, memory_order_relaxed);
-}
-
 void ma_waiter_wait(struct ma_waiter *wt)
 {
 	struct marcel_task *self = wt->task;

@@ -102,9 +102,9 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 /* t has ended (ma_task_finish): self, its joiner, is the worker's current thread again. */
 static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 {
-	/* It may have moved to another worker while it ran. */
+	/* It may have moved to another worker while it ran. Its time was charged when it
+	 * left its bubble (ma_bubble_task_exit); what comes after goes to self. */
 	struct ma_worker *w = ma_worker_self();
-	ma_cpu_charge(w, t);
 	if (ma_unlikely(ma_tracing()))
 		ma_trace_emit(MA_TR_THREAD_RUN, self->id, 0, self->name);
 	/* The stack is self's: nothing to release but the borrowed bookkeeping. */
@@ -156,7 +156,7 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);
 	/* In a bubble private to this VP (bubbles/private.c): ours without a lock. Else it
 	 * must have been started (READY); publishing private bubbles may just have done so. */
-	if (st == MA_TASK_BORN && ma_private_claim(w, t))
+	if (st == MA_TASK_BORN && ma_private_claim_fast(w, t))
 		goto run;
 	if (st == MA_TASK_BORN)
 		st = atomic_load_explicit(&t->state, memory_order_acquire);
@@ -218,7 +218,7 @@ void ma_estimate_end(struct ma_worker *w)
 
 /* Waits until a reader inside an estimate has left it (it may start another: those no
  * longer see what the caller unlinked). */
-static void ma_estimate_wait(atomic_uint *seq)
+static __attribute__((noinline)) void ma_estimate_wait(atomic_uint *seq)
 {
 	unsigned s = atomic_load(seq), rounds = 0;
 	while ((s & 1) && atomic_load_explicit(seq, memory_order_acquire) == s)
@@ -227,7 +227,10 @@ static void ma_estimate_wait(atomic_uint *seq)
 
 void ma_estimates_quiesce(void)
 {
+	/* Every bubble destroy comes here: the test inline, the wait (rare) out of line. */
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		ma_estimate_wait(&ma_rt.workers[v].est_seq);
-	ma_estimate_wait(&ma_rt.est_seq);
+		if (ma_unlikely(atomic_load(&ma_rt.workers[v].est_seq) & 1))
+			ma_estimate_wait(&ma_rt.workers[v].est_seq);
+	if (ma_unlikely(atomic_load(&ma_rt.est_seq) & 1))
+		ma_estimate_wait(&ma_rt.est_seq);
 }

@@ -11,12 +11,6 @@
 #define MA_TASK_CHUNK 64
 #define MA_TASK_POOL_MAX 256 /* per worker; the excess goes to the shared pool */
 
-int ma_task_valid(const struct marcel_task *t)
-{
-	return t && t->magic == MA_TASK_MAGIC &&
-	       atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_FREE;
-}
-
 void ma_context_task_init(struct marcel_task *t, const char *name)
 {
 	memset(t, 0, sizeof(*t));
@@ -64,7 +58,7 @@ static int ma_task_chunk_new(void)
 }
 
 /* Refills w's list (or returns one descriptor for a caller without a worker). */
-static struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
+struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 {
 	ma_spin_lock(&ma_rt.pool_lock);
 	if (!ma_rt.tasks && ma_task_chunk_new()) {
@@ -85,22 +79,6 @@ static struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 		}
 	}
 	ma_spin_unlock(&ma_rt.pool_lock);
-	return t;
-}
-
-struct marcel_task *ma_task_alloc(struct ma_worker *w)
-{
-	struct marcel_task *t;
-	if (ma_likely(w && w->tasks)) {
-		t = w->tasks;
-		w->tasks = t->pool_next;
-		w->nb_tasks--;
-	} else {
-		t = ma_task_alloc_slow(w);
-		if (!t)
-			return NULL;
-	}
-	t->pool_next = NULL;
 	return t;
 }
 

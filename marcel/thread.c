@@ -88,15 +88,13 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 /* A thread or bubble id: unique, for traces and snapshots. Workers take them from the
  * shared counter in blocks, so that creating a thread (or a bubble) touches no line
  * another VP writes. */
-uint64_t ma_new_id(struct ma_worker *w)
+uint64_t ma_new_id_slow(struct ma_worker *w)
 {
 	enum { BLOCK = 1024 };
-	if (ma_unlikely(!w))
+	if (!w)
 		return atomic_fetch_add_explicit(&ma_rt.next_id, 1, memory_order_relaxed) + 1;
-	if (ma_unlikely(w->id_next == w->id_end)) {
-		w->id_next = atomic_fetch_add_explicit(&ma_rt.next_id, BLOCK, memory_order_relaxed) + 1;
-		w->id_end = w->id_next + BLOCK;
-	}
+	w->id_next = atomic_fetch_add_explicit(&ma_rt.next_id, BLOCK, memory_order_relaxed) + 1;
+	w->id_end = w->id_next + BLOCK;
 	return w->id_next++;
 }
 
@@ -162,7 +160,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		*pid = t;
 	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
 	MA_TRACE(MA_TR_THREAD_NEW, t->id, 0, t->name);
-	ma_bubble_adopt_new(t, attr, rq, !dontsched);
+	ma_bubble_adopt(w, t, attr, rq, !dontsched);
 	return 0;
 }
 
