@@ -17,7 +17,6 @@
  */
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include <pthread.h>
-#include <setjmp.h>
 #include "ma_bubble.h"
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
@@ -25,7 +24,7 @@
 #define MA_SEED_STACK_MIN ((size_t)32 * 1024)
 
 struct ma_seed_run {
-	sigjmp_buf exit;                  /* marcel_exit() in the seed lands here */
+	ma_unwind_buf exit;               /* marcel_exit() in the seed lands here */
 	any_t retval;
 	char *stack_lo;                   /* lowest byte of the stack it runs on */
 };
@@ -142,6 +141,17 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	}
 }
 
+/* Calls t's function; marcel_exit() in it comes back here. A function of its own: the
+ * compiler keeps no variable of a function that sets a jump buffer in a register (it may
+ * come back twice), and ma_seed_join spilled and reloaded all of its own around every
+ * use, a third of its instructions. */
+static __attribute__((noinline)) any_t ma_seed_call(struct marcel_task *t, struct ma_seed_run *run)
+{
+	if (ma_unwind_set(run->exit) == 0)
+		return t->func(t->arg);
+	return run->retval;
+}
+
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 {
 	struct ma_worker *w = ma_worker_self();
@@ -176,8 +186,7 @@ run:;
 	run.stack_lo = lo;
 	t->inline_run = &run;
 	ma_seed_enter(w, self, t);
-	if (sigsetjmp(run.exit, 0) == 0)
-		run.retval = t->func(t->arg);
+	run.retval = ma_seed_call(t, &run);
 	/* Private bubbles it woke and left (bubbles/private.c) go into its bubble, as its
 	 * wake-ups would have put them: published while it is still there. Those it made and
 	 * left unwoken stay as an unwoken bubble would. */
@@ -197,7 +206,7 @@ run:;
 _Noreturn void ma_seed_exit(struct marcel_task *t, any_t retval)
 {
 	t->inline_run->retval = retval;
-	siglongjmp(t->inline_run->exit, 1);
+	ma_unwind_to(t->inline_run->exit);
 }
 
 struct ma_worker *ma_estimate_begin(void)
