@@ -62,6 +62,21 @@ struct ma_bubble {
 					     e.natural_holder, so that a count walking up through
 					     this bubble lands on exactly one side of a move */
 	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
+	/* Statistics kept here rather than synthesized. */
+	_Atomic unsigned long long cpu_ended_ns; /* threads of the subtree that ended */
+	struct ma_memrange *ranges;       /* attached memory (stats.c) */
+	/* Private (private.c): the worker whose running threads alone may touch it, NULL
+	 * once public. Set at init, cleared (release) by that worker only. */
+	struct ma_worker *_Atomic private_w;
+	unsigned char private_woken;      /* woken while private: published into the waker's
+					     bubble, or joined by the waker */
+	struct marcel_task *private_waker;
+	unsigned private_rt;              /* ma_runtime_gen when it was made private */
+	/* Everything from here on is set up only when a private bubble is published
+	 * (ma_bubble_complete): nothing reads it before. Everything above is what a private
+	 * bubble's VP and other VPs' glances (a strategy reading a running seed's bubble, a
+	 * marcel call naming it) may touch while it is private, and is set up field by field
+	 * (bubble.c, ma_bubble_setup_hot): a field added above must be added there. */
 	struct ma_list cache;             /* ready threads of the subtree (closed and placed) */
 	unsigned nb_cached;               /* written under hold.lock (ma_cached_add); read
 					     without it as an estimate */
@@ -86,17 +101,7 @@ struct ma_bubble {
 	 * when its own reference is dropped and no other remains; a destroy waits for 0. */
 	atomic_uint refs;
 	uint64_t burst_ns;                /* when it last burst */
-		atomic_uint nb_out;               /* CLOSING: threads still to come back */
-	/* Statistics kept here rather than synthesized. */
-	_Atomic unsigned long long cpu_ended_ns; /* threads of the subtree that ended */
-	struct ma_memrange *ranges;       /* attached memory (stats.c) */
-	/* Private (private.c): the worker whose running threads alone may touch it, NULL
-	 * once public. Set at init, cleared (release) by that worker only. */
-	struct ma_worker *_Atomic private_w;
-	unsigned char private_woken;      /* woken while private: published into the waker's
-					     bubble, or joined by the waker */
-	struct marcel_task *private_waker;
-	unsigned private_rt;              /* ma_runtime_gen when it was made private */
+	atomic_uint nb_out;               /* CLOSING: threads still to come back */
 	/* Strategy scratch space (owned by the current strategy). */
 	long sp[4];
 };
@@ -190,6 +195,9 @@ static inline struct ma_bubble *ma_bubble_get_raw(marcel_bubble_t *pub)
 }
 /* Wakes b as marcel_wake_up_bubble called by `self` would (into self's bubble). */
 int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self) MA_HIDDEN;
+/* Sets up the fields of b that a private bubble goes without (struct ma_bubble): done
+ * when one is published, on its VP. */
+void ma_bubble_complete(struct ma_bubble *b) MA_HIDDEN;
 int ma_bubbles_start(void) MA_HIDDEN;
 void ma_bubbles_stop(void) MA_HIDDEN;
 /* Thread creation: puts t (BORN) into the bubble its attributes name and, if `start`,
@@ -301,8 +309,9 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq) MA_HIDDEN;
 void ma_bubble_check_closed(struct ma_bubble *b) MA_HIDDEN;
 
 /* ---- private.c: the levels of a recursion kept off the shared tree ---- */
-/* marcel_bubble_init of b (set up, not yet valid): private to the caller's VP if it may. */
-void ma_bubble_private_init(struct ma_bubble *b) MA_HIDDEN;
+/* marcel_bubble_init of b (its private part set up, not yet valid) on w (the caller's
+ * VP, NULL if none): makes it private to w if it may (1), else 0. */
+int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
 /* marcel_bubble_init on a valid bubble's storage: a VP that counts it private forgets it. */
 void ma_bubble_private_reinit(struct ma_bubble *b) MA_HIDDEN;
 /* b, private to w (the caller's VP), is destroyed: w forgets it. */

@@ -53,18 +53,18 @@ static unsigned ma_nb_private(const struct ma_worker *w)
 	return atomic_load_explicit(&w->nb_private, memory_order_relaxed);
 }
 
-void ma_bubble_private_init(struct ma_bubble *b)
+int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b)
 {
-	struct ma_worker *w = ma_worker_self();
 	if (!w || w->current->is_idle || !ma_private_ok())
-		return;
+		return 0;
 	unsigned n = ma_nb_private(w);
 	if (n == MA_PRIVATE_MAX)
-		return;
+		return 0;
 	w->privates[n] = b;
 	b->private_rt = ma_runtime_gen;
 	atomic_store_explicit(&b->private_w, w, memory_order_relaxed);
 	atomic_store_explicit(&w->nb_private, n + 1, memory_order_relaxed);
+	return 1;
 }
 
 /* b (private) is no longer privately woken: its waker no longer answers for it. */
@@ -122,6 +122,8 @@ static void ma_private_publish(struct ma_worker *w, struct ma_bubble *b)
 {
 	if (!ma_private_mine(w, b))
 		return;
+	/* Its VP alone saw it so far: the rest of its set-up (bubble.c). */
+	ma_bubble_complete(b);
 	if (b->private_woken) {
 		struct marcel_task *waker = b->private_waker;
 		ma_private_unwake(b);

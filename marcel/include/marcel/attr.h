@@ -52,13 +52,13 @@ typedef struct marcel_attr {
 	int preemptible;           /**< Whether time slicing may switch the thread out. */
 	int seed;                  /**< Whether the thread is a seed (see marcel_attr_setseed()). */
 	int has_vpset;             /**< Whether @ref vpset restricts placement. */
+	int inherit_holder;        /**< Create in the creator's bubble rather than its children's. */
 	marcel_vpset_t vpset;      /**< VPs the thread may run on. */
 	int vpset_first;           /**< Lowest VP of @ref vpset (kept so creation need not scan it). */
 	int vpset_last;            /**< Highest VP of @ref vpset. */
 	char name[MARCEL_MAXNAMESIZE]; /**< Initial name. */
 	struct marcel_bubble *natural_bubble; /**< Bubble to create the thread in (NULL: default). */
-	int inherit_holder;        /**< Create in the creator's bubble rather than its children's. */
-	void *reserved[6];         /**< Room for future attributes. */
+	void *reserved[5];         /**< Room for future attributes. */
 } marcel_attr_t;
 
 /** Initialises @p attr with the defaults: joinable, default stack size, ::MA_DEF_PRIO,
