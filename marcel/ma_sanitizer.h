@@ -28,7 +28,13 @@
 #define ma_asan_finish_switch(fake, bottom_old, size_old) \
 	__sanitizer_finish_switch_fiber(fake, bottom_old, size_old)
 #define ma_asan_unpoison(addr, size) __asan_unpoison_memory_region(addr, size)
+/* A seed run inline (seed.c) runs on its joiner's stack: that stack's bounds are its own
+ * until it ends. Normal builds never read them, and a spawn saves the stores. */
+#define ma_asan_seed_borrow(t, host) ((t)->asan_bottom = (host)->asan_bottom, (t)->asan_size = (host)->asan_size)
+#define ma_asan_seed_return(t) ((t)->asan_bottom = NULL, (t)->asan_size = 0)
 #else
+#define ma_asan_seed_borrow(t, host) ((void)(t), (void)(host))
+#define ma_asan_seed_return(t) ((void)(t))
 #define ma_asan_start_switch(fake_save, bottom, size) ((void)(fake_save), (void)(bottom), (void)(size))
 #define ma_asan_finish_switch(fake, bottom_old, size_old) ((void)(fake), (void)(bottom_old), (void)(size_old))
 #define ma_asan_unpoison(addr, size) ((void)(addr), (void)(size))
@@ -71,7 +77,13 @@
 			(prev)->tsan_fiber = __tsan_get_current_fiber(); \
 		__tsan_switch_to_fiber((next)->tsan_fiber, 0);          \
 	} while (0)
+/* A seed run inline takes its joiner's fiber (lazily, in ma_tsan_switch) until it ends,
+ * and has none of its own after. */
+#define ma_tsan_seed_borrow(t) ((t)->tsan_fiber = NULL)
+#define ma_tsan_seed_return(t) ((t)->tsan_fiber = NULL)
 #else
+#define ma_tsan_seed_borrow(t) ((void)(t))
+#define ma_tsan_seed_return(t) ((void)(t))
 #define ma_tsan_fiber_create(t) ((void)(t))
 #define ma_tsan_fiber_destroy(t) ((void)(t))
 #define ma_tsan_switch(prev, next) ((void)(prev), (void)(next))

@@ -66,10 +66,8 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	t->stack_base = self->stack_base;
 	t->stack_size = self->stack_size;
 	t->canary = self->canary;
-	t->asan_bottom = self->asan_bottom;
-	t->asan_size = self->asan_size;
-	/* Taken lazily (ma_tsan_switch) from the fiber running now, self's. */
-	t->tsan_fiber = NULL;
+	ma_asan_seed_borrow(t, self);
+	ma_tsan_seed_borrow(t);
 	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
 	__atomic_store_n(&t->last_vp, (int)w->vp, __ATOMIC_RELAXED);
@@ -109,9 +107,8 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	/* The stack is self's: nothing to release but the borrowed bookkeeping. */
 	t->stack_base = NULL;
 	t->canary = 0;
-	t->tsan_fiber = NULL;
-	t->asan_bottom = NULL;
-	t->asan_size = 0;
+	ma_tsan_seed_return(t);
+	ma_asan_seed_return(t);
 	t->inline_run = NULL;
 	__atomic_store_n(&w->current, self, __ATOMIC_RELEASE);
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);

@@ -132,10 +132,8 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;
 	t->placed = rq != NULL;
-	t->children_bubble = NULL;
-	t->nb_private_woken = 0;
-	t->private_claimed = 0;
-	t->private_handed = 0;
+	/* children_bubble, nb_private_woken, private_claimed and private_handed are 0 in a
+	 * free descriptor (task.c). */
 	__atomic_store_n(&t->last_vp, -1, __ATOMIC_RELAXED);
 	t->func = func;
 	t->arg = arg;
