@@ -93,9 +93,9 @@
  * marcel_exit() in a seed run inline (seed.c) unwinds to the frame of its joiner.
  * Normal builds use the compiler's setjmp, which stores three words (the compiler keeps
  * the other registers in that frame), where sigsetjmp stores and mangles eight registers
- * on every seed run: about 35 instructions of a spawn's 1,000. The sanitizers intercept only the
- * libc pair, which they need: ASan to unpoison the frames jumped over, TSan to unwind its
- * shadow stack.
+ * on every seed run: about 35 instructions of a spawn's 1,000. The sanitizers intercept
+ * only the libc pair, which they need: ASan to unpoison the frames jumped over, TSan to
+ * unwind its shadow stack.
  */
 #if defined(MA_ASAN) || defined(MA_TSAN)
 #include <setjmp.h>
