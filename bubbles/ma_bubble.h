@@ -340,12 +340,9 @@ static inline __attribute__((always_inline)) int ma_private_asked(const struct m
 	       atomic_load_explicit(&w->publish_all_req, memory_order_relaxed);
 }
 
-/* ma_private_adopt. */
-static inline int ma_private_adopt_fast(struct ma_worker *w, struct ma_bubble *b, struct marcel_task *t,
-					int explicit_member)
+/* New seed t joins b, private to the caller's VP. */
+static inline void ma_private_add_seed(struct ma_bubble *b, struct marcel_task *t, int explicit_member)
 {
-	if (ma_unlikely(ma_private_asked(w) || !t->seed || t->placed))
-		return ma_private_adopt(w, b, t, explicit_member);
 	ma_list_add_tail(&b->members, &t->e.member_node);
 	b->nb_members++;
 	b->nb_born_threads++;
@@ -353,6 +350,22 @@ static inline int ma_private_adopt_fast(struct ma_worker *w, struct ma_bubble *b
 	__atomic_store_n(&t->e.natural_holder, &b->hold, __ATOMIC_RELEASE);
 	atomic_store_explicit(&b->nb_threads_sub, atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
+}
+
+/* BORN seed t of b, private to the caller's VP, is taken by its joiner. */
+static inline void ma_private_take_seed(struct ma_bubble *b, struct marcel_task *t)
+{
+	b->nb_born_threads--;
+	t->private_claimed = 1;
+}
+
+/* ma_private_adopt. */
+static inline int ma_private_adopt_fast(struct ma_worker *w, struct ma_bubble *b, struct marcel_task *t,
+					int explicit_member)
+{
+	if (ma_unlikely(ma_private_asked(w) || !t->seed || t->placed))
+		return ma_private_adopt(w, b, t, explicit_member);
+	ma_private_add_seed(b, t, explicit_member);
 	return 1;
 }
 
@@ -366,8 +379,7 @@ static inline int ma_private_claim_fast(struct ma_worker *w, struct marcel_task 
 		return ma_private_claim(w, t);
 	if (atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_BORN)
 		return 0;
-	b->nb_born_threads--;
-	t->private_claimed = 1;
+	ma_private_take_seed(b, t);
 	return 1;
 }
 

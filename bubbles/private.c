@@ -388,14 +388,7 @@ int ma_private_adopt(struct ma_worker *w, struct ma_bubble *b, struct marcel_tas
 		return 0;
 	/* Only seeds whose place is their bubble's: their joiner may run them. */
 	if (ma_likely(t->seed && !t->placed)) {
-		ma_list_add_tail(&b->members, &t->e.member_node);
-		b->nb_members++;
-		b->nb_born_threads++;
-		t->e.explicit_member = (unsigned char)explicit_member;
-		__atomic_store_n(&t->e.natural_holder, &b->hold, __ATOMIC_RELEASE);
-		atomic_store_explicit(&b->nb_threads_sub,
-				      atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		ma_private_add_seed(b, t, explicit_member);
 		return 1;
 	}
 	ma_private_publish_all(w);
@@ -408,8 +401,7 @@ int ma_private_claim(struct ma_worker *w, struct marcel_task *t)
 	if (!b || atomic_load_explicit(&b->private_w, memory_order_relaxed) != w || !b->private_woken ||
 	    !ma_private_still(w, b) || atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_BORN)
 		return 0;
-	b->nb_born_threads--;
-	t->private_claimed = 1;
+	ma_private_take_seed(b, t);
 	return 1;
 }
 

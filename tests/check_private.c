@@ -329,6 +329,49 @@ START_TEST(test_init_on_garbage)
 }
 END_TEST
 
+/* A private bubble is set up only in part (bubble.c, ma_bubble_setup_hot); the rest
+ * comes when it is published. On storage full of garbage, a bubble made private, given
+ * a seed, then published by a call that needs it public (marcel_bubble_setid) has every
+ * field of the second part at its default, and then works as a public bubble with a time
+ * slice (its regeneration). */
+START_TEST(test_published_on_garbage)
+{
+	init("2", "steal");
+	static marcel_bubble_t pub;
+	memset(&pub, 0xa5, sizeof(pub));
+	struct ma_bubble *b = (struct ma_bubble *)(void *)&pub;
+	NP(ck_assert_int_eq(marcel_bubble_init(&pub), 0));
+	NP(ck_assert_ptr_nonnull(atomic_load(&b->private_w)));
+	marcel_attr_t a = seed_in(&pub);
+	struct seen s;
+	marcel_t t;
+	NP(ck_assert_int_eq(marcel_create(&t, &a, record, &s), 0));
+	NP(ck_assert_int_eq(marcel_bubble_setid(&pub, 7), 0));
+	NP(ck_assert_ptr_null(atomic_load(&b->private_w)));
+	NP(ck_assert_int_eq(marcel_bubble_getid(&pub), 7));
+	NP(ck_assert_ptr_eq(b->cache.next, &b->cache));
+	NP(ck_assert_ptr_eq(b->cache.prev, &b->cache));
+	NP(ck_assert_uint_eq(b->nb_cached, 0));
+	NP(ck_assert_int_eq(b->queued, 0));
+	NP(ck_assert_ptr_null(b->joiner));
+	NP(ck_assert_int_eq(b->fixed_item, -1));
+	NP(ck_assert_uint_eq(b->timeslice_us, 0));
+	NP(ck_assert_int_eq(atomic_load(&b->regen_armed), 0));
+	NP(ck_assert_uint_eq(atomic_load(&b->refs), 0));
+	NP(ck_assert_uint_eq(atomic_load(&b->nb_out), 0));
+	for (int i = 0; i < 4; i++)
+		NP(ck_assert_int_eq(b->sp[i], 0));
+	/* Its seed, created while it was private, is still its member. */
+	NP(ck_assert_uint_eq(b->nb_members, 1));
+	NP(ck_assert_int_eq(marcel_bubble_settimeslice(&pub, 1000), 0));
+	NP(ck_assert_int_eq(marcel_wake_up_bubble(&pub), 0));
+	NP(ck_assert_int_eq(marcel_join(t, NULL), 0));
+	NP(ck_assert_ptr_eq(s.holder, &pub));
+	level_end(&pub);
+	marcel_end();
+}
+END_TEST
+
 /* A recursion whose leaves compute for a while: the idle VP asks for work and gets
  * some, whichever strategy keeps the levels private. */
 struct job {
@@ -718,6 +761,7 @@ static void tc_private(TCase *tc)
 	tcase_add_test(tc, test_other_vp);
 	tcase_add_test(tc, test_init_again);
 	tcase_add_test(tc, test_init_on_garbage);
+	tcase_add_test(tc, test_published_on_garbage);
 	tcase_add_loop_test(tc, test_idle_vp_gets_work, 0, 2);
 	tcase_add_test(tc, test_busy_vp_asked);
 	tcase_add_loop_test(tc, test_stress, 0, 4);
