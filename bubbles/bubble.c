@@ -828,14 +828,34 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	return ma_bubble_wake_as(b, self);
 }
 
+/* Waking a woken bubble again starts the threads created in it since (with
+ * marcel_create_dontsched), which is what Marcel programs do when they attach a bubble to
+ * a woken one, marcel_root_bubble say, before filling and waking it. Not while an
+ * ancestor sleeps: they start with it. The caller holds the tree lock. */
+static void ma_bubble_rewake_treed(struct ma_bubble *b)
+{
+	int live = 1;
+	for (struct ma_bubble *x = b; x && live; x = ma_entity_parent(&x->e)) {
+		ma_spin_lock(&x->hold.lock);
+		live = x->woken;
+		ma_spin_unlock(&x->hold.lock);
+	}
+	if (live)
+		ma_start_born(b);
+}
+
 int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self)
 {
 	struct ma_wake_pass wp;
 	ma_wake_pass_init(&wp);
 	int quick = ma_bubble_wake_untreed(b, self, &wp);
 	if (quick) {
-		if (quick < 0)
-			return EALREADY;
+		if (quick < 0) {
+			ma_tree_lock();
+			ma_bubble_rewake_treed(b);
+			ma_tree_unlock();
+			return 0;
+		}
 		ma_bubble_wake_finish(b, &wp);
 		return 0;
 	}
@@ -848,8 +868,9 @@ int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self)
 	int parentless = !b->e.natural_holder;
 	ma_spin_unlock(&b->cnt_lock);
 	if (woken) {
+		ma_bubble_rewake_treed(b);
 		ma_tree_unlock();
-		return EALREADY;
+		return 0;
 	}
 	if (parentless) {
 		struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;

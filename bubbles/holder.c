@@ -309,6 +309,11 @@ static void ma_start_born_rec(struct ma_bubble *x)
 	ma_spin_unlock(&x->hold.lock);
 }
 
+void ma_start_born(struct ma_bubble *b)
+{
+	ma_start_born_rec(b);
+}
+
 void ma_bubble_start_born(struct ma_bubble *b)
 {
 	ma_tree_lock();

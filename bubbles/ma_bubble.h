@@ -26,6 +26,7 @@
 #ifndef MA_BUBBLE_H
 #define MA_BUBBLE_H
 
+#include <stdio.h>
 #include "ma_sched.h"
 #include "ma_sync.h"
 
@@ -253,6 +254,15 @@ int ma_bubble_in_unit_locked(struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_detach_from_unit(struct ma_bubble *b) MA_HIDDEN;
 /* Starts the created-not-started threads of b's subtree (wake-up). */
 void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
+/* The same, the caller holding the tree lock. */
+void ma_start_born(struct ma_bubble *b) MA_HIDDEN;
+/* threads.c: one line on t for people (state, and why it has not started); fn on every
+ * live descriptor (returns how many; fn runs under the descriptor pool's lock, so it
+ * must not create or free a thread); marcel_end's report of the threads it has waited
+ * for `seconds` (only if none runs or is ready, unless `always`): 1 if it printed. */
+void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
+unsigned ma_threads_walk(void (*fn)(struct marcel_task *t, void *arg), void *arg) MA_HIDDEN;
+int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
 /* Takes ready thread e off the run queue or bubble cache it is queued in, as find_next
@@ -320,7 +330,7 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_unprivate(struct ma_bubble *b) MA_HIDDEN;
 /* Fast paths on b, private to w (the caller's VP). Each returns what it did, or -1 / 0
  * after publishing every private bubble of w: the caller then takes the public path. */
-int ma_private_wake(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;      /* 0, EALREADY, -1 */
+int ma_private_wake(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;      /* 0, -1 (also: woken already) */
 int ma_private_join(struct ma_worker *w, struct ma_bubble *b) MA_HIDDEN;      /* 1, 0 */
 int ma_private_adopt(struct ma_worker *w, struct ma_bubble *b, struct marcel_task *t, int explicit_member) MA_HIDDEN; /* 1, 0 */
 /* BORN seed t is in a woken private bubble of w: takes it for its joiner to run (1), or

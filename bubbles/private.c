@@ -342,8 +342,9 @@ void ma_private_hurry(struct ma_worker *w)
 
 int ma_private_wake(struct ma_worker *w, struct ma_bubble *b)
 {
+	/* Woken again: the public path starts what was created in it since. */
 	if (b->private_woken)
-		return EALREADY;
+		return -1;
 	if (ma_unlikely(w->current->is_idle || !ma_private_ok())) {
 		ma_private_publish_all(w);
 		return -1;

@@ -199,6 +199,8 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.nb_vps = ma_rt.topo.nb_vps;
+	atomic_init(&ma_rt.timer_watcher, -1);
+	atomic_init(&ma_rt.timer_watch, MA_NO_DEADLINE);
 	ma_polling_set(0);
 	/* Before anything runs, so that the trace sees the whole run; it has printed why. */
 	if ((e = ma_trace_start())) {
@@ -274,31 +276,70 @@ static unsigned long ma_live_threads(void)
 
 /* Threads made with marcel_create_dontsched and never woken would make marcel_end wait
  * forever: run them, and say so. */
+static void ma_start_unwoken(struct marcel_task *t, void *arg)
+{
+	struct ma_bubble *b;
+	/* A bubble private to a VP whose threads still run is theirs to publish
+	 * (bubbles/private.c); the next pass sees it public. */
+	if (atomic_load(&t->state) == MA_TASK_BORN && (b = ma_entity_parent(&t->e)) &&
+	    !atomic_load_explicit(&b->private_w, memory_order_acquire) && ma_bubble_start_task(b, t, NULL, 1) == 0)
+		++*(unsigned *)arg;
+}
+
 static void ma_wake_unwoken(void)
 {
 	unsigned n = 0;
-	/* Held so that no chunk is added (and the array moved) while we walk it. */
-	ma_spin_lock(&ma_rt.pool_lock);
-	for (unsigned c = 0; c < ma_rt.nb_task_chunks; c++) {
-		struct marcel_task *chunk = ma_rt.task_chunks[c];
-		for (unsigned i = 0; i < 64; i++) {
-			struct marcel_task *t = &chunk[i];
-			struct ma_bubble *b;
-			/* A bubble private to a VP whose threads still run is theirs to publish
-			 * (bubbles/private.c); the next pass sees it public. */
-			if (atomic_load(&t->state) == MA_TASK_BORN && (b = ma_entity_parent(&t->e)) &&
-			    !atomic_load_explicit(&b->private_w, memory_order_acquire) &&
-			    ma_bubble_start_task(b, t, NULL, 1) == 0)
-				n++;
-		}
-	}
-	ma_spin_unlock(&ma_rt.pool_lock);
+	ma_threads_walk(ma_start_unwoken, &n);
 	if (n)
 		fprintf(stderr, "marcel: marcel_end: %u thread(s) were never started (created with "
 				"marcel_create_dontsched, or in bubbles never woken); running them now\n", n);
 }
 
-void marcel_end(void)
+void ma_end_notify(void)
+{
+	atomic_fetch_add(&ma_rt.end_seq, 1);
+	ma_fwake(&ma_rt.end_seq, 1);
+}
+
+/* How long marcel_end sleeps between two looks when no thread ends: it is woken by each
+ * ending, but an ending that raced with the start of the wait (the exit path has no
+ * fence, on purpose) is only seen then. */
+#define MA_END_RECHECK_NS 50000000u
+
+/* Waits, blocked, until every user thread has ended (but those of marcel_create_posix,
+ * unless `all`). Threads never started are started (and said so); if nothing moves for a
+ * while, the threads waited for are listed. */
+static void ma_end_wait(int all)
+{
+	atomic_store(&ma_rt.end_waiting, 1);
+	uint64_t period = (ma_rt.opt.debug ? 1u : 10u) * 1000000000ull;
+	uint64_t since = ma_clock_ns();
+	unsigned long last = ~0ul;
+	int reported = 0;
+	for (;;) {
+		unsigned seq = atomic_load(&ma_rt.end_seq);
+		/* In this order: see ma_rt.posix_live. */
+		unsigned long live = ma_live_threads();
+		if (!all)
+			live -= (unsigned long)atomic_load(&ma_rt.posix_live);
+		if (!live)
+			break;
+		uint64_t now = ma_clock_ns();
+		if (live != last) {
+			last = live;
+			since = now;
+		} else if (!reported && now - since >= period) {
+			reported = ma_end_report_stuck((unsigned)(period / 1000000000u), ma_rt.opt.debug);
+			since = now;
+		}
+		if (ma_fwait_u32(&ma_rt.end_seq, seq, now + MA_END_RECHECK_NS) == ETIMEDOUT)
+			/* Threads left in bubbles other VPs published since. */
+			ma_wake_unwoken();
+	}
+	atomic_store(&ma_rt.end_waiting, 0);
+}
+
+void ma_end(int all)
 {
 	if (!ma_rt.running)
 		return;
@@ -313,20 +354,19 @@ void marcel_end(void)
 	ma_private_publish_pending(w);
 	ma_wake_unwoken();
 
-	for (unsigned n = 1; ma_live_threads(); n++) {
-		/* Rare and short: let the others run, and nap when nothing here is ready. */
-		/* Sleeping as a marcel thread leaves VP 0 to the others (and its timers). */
-		marcel_usleep(20);
-		/* Threads left in bubbles other VPs published since (every 10 ms or so). */
-		if (n % 512 == 0)
-			ma_wake_unwoken();
-	}
+	ma_end_wait(all);
+	/* POSIX threads left: the process ends with them, when main returns. */
+	if (!all && atomic_load(&ma_rt.posix_live) > 0)
+		return;
 
 	/* No user thread is left: main must not be switched out while it takes the runtime
 	 * down. */
 	ma_preempt_stop();
 	ma_strategies_stop();
-	/* Go back to VP 0: it is the kernel thread that called marcel_init. */
+	/* Go back to VP 0: it is the kernel thread that called marcel_init (enabled again
+	 * if marcel_disable_vps took it away: it would never run main). */
+	marcel_vpset_t vp0 = MARCEL_VPSET_VP(0);
+	marcel_enable_vps(&vp0);
 	__atomic_store_n(&m->e.sched_holder, &ma_rt.workers[0].rq.hold, __ATOMIC_RELEASE);
 	while ((w = ma_worker_self()) != &ma_rt.workers[0]) {
 		m->post = MA_POST_REQUEUE;
@@ -348,4 +388,9 @@ void marcel_end(void)
 	ma_runtime_free();
 	/* Last: every worker has stopped, so every per-VP buffer is final. */
 	ma_trace_stop();
+}
+
+void marcel_end(void)
+{
+	ma_end(0);
 }

@@ -148,6 +148,7 @@ struct marcel_task {
 	unsigned magic;
 	unsigned char is_main, is_idle, preemptible, dontsched;
 	unsigned char seed;               /* marcel_attr_setseed: its joiner may run it (seed.c) */
+	unsigned char posix;              /* marcel_create_posix: marcel_end does not wait for it */
 	struct ma_seed_run *inline_run;   /* running on its joiner's stack (seed.c), else NULL */
 	/* Taken from a private bubble by its joiner (bubbles/private.c): its sched_holder is
 	 * set when that bubble is published. */
@@ -315,6 +316,7 @@ struct ma_options {
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
+	int debug;                        /* MARCEL_DEBUG: say what waits may never end */
 	char topology_buf[4096];
 	char bubble_sched_buf[64];
 	char trace_buf[4096];
@@ -346,6 +348,17 @@ struct ma_runtime {
 	/* Workers in their idle wait: while one is, bubbles are woken at once rather than kept
 	 * private (bubbles/private.c). */
 	atomic_uint nb_idle;
+	/* The one idle worker asleep in the kernel that also watches every other worker's
+	 * timers (timer.c), -1 if none, and the time it will wake to fire them. */
+	atomic_int timer_watcher;
+	_Atomic uint64_t timer_watch;
+	/* marcel_end waits for the last threads: each one ending bumps end_seq and wakes it. */
+	atomic_int end_waiting;
+	atomic_uint end_seq;
+	/* Threads of marcel_create_posix not ended: counted in after nb_created and out
+	 * before nb_exited, so that created - exited - posix_live never misses a thread
+	 * marcel_end must wait for. */
+	atomic_long posix_live;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
 	/* ma_estimate_begin for callers that are not workers: one at a time. */
@@ -367,6 +380,23 @@ extern unsigned ma_runtime_gen MA_HIDDEN;
 /* The thread in a blocking section on this kernel thread (blocking.c), if any. */
 extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN;
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* marcel_end; with `all`, waiting for the threads of marcel_create_posix too (main's
+ * marcel_exit, as pthread_exit in main). */
+void ma_end(int all) MA_HIDDEN;
+/* A thread ended while marcel_end waits (init.c). */
+void ma_end_notify(void) MA_HIDDEN;
+static inline void ma_end_note_exit(void)
+{
+	if (ma_unlikely(atomic_load_explicit(&ma_rt.end_waiting, memory_order_relaxed)))
+		ma_end_notify();
+}
+/* t, of marcel_create_posix, is ending (before nb_exited counts it). */
+static inline void ma_posix_note_exit(const struct marcel_task *t)
+{
+	if (ma_unlikely(t->posix))
+		atomic_fetch_sub(&ma_rt.posix_live, 1);
+}
 
 /* The worker running the caller, read afresh (see MA_TLS_READ); NULL outside workers. */
 static inline struct ma_worker *ma_worker_self(void)

@@ -93,6 +93,11 @@ void ma_timer_cancel(struct ma_timer *t) MA_HIDDEN;
 void ma_timers_run(struct ma_worker *w, uint64_t now) MA_HIDDEN;
 /* Fires any worker's overdue timers (called by idle workers for busy ones). */
 void ma_timers_steal(uint64_t now) MA_HIDDEN;
+/* The sleeping idle worker that watches every worker's timers (timer.c): take the role
+ * (1 if taken), publish when it will wake (returned), give the role back. */
+int ma_timer_watch_take(struct ma_worker *w) MA_HIDDEN;
+uint64_t ma_timer_watch_publish(void) MA_HIDDEN;
+void ma_timer_watch_release(struct ma_worker *w) MA_HIDDEN;
 
 /* Cheap check on scheduling paths: nothing to do unless this worker has timers. */
 static inline void ma_timers_poll(struct ma_worker *w)

@@ -157,6 +157,15 @@ static int ma_opt_trace(struct ma_options *o, const char *v, const char **accept
 	return 0;
 }
 
+static int ma_opt_debug(struct ma_options *o, const char *v, const char **accepted)
+{
+	*accepted = "0 (quiet) or 1 (name threads a wait may never see end)";
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -1;
+	o->debug = v[0] == '1';
+	return 0;
+}
+
 static const struct {
 	const char *env;
 	const char *flag;
@@ -172,6 +181,7 @@ static const struct {
 	{ "MARCEL_BUBBLE_SCHEDULER", "--marcel-bubble-scheduler", ma_opt_bubble_sched },
 	{ "MARCEL_TIMESLICE", "--marcel-timeslice", ma_opt_timeslice },
 	{ "MARCEL_TRACE", "--marcel-trace", ma_opt_trace },
+	{ "MARCEL_DEBUG", "--marcel-debug", ma_opt_debug },
 };
 #define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
 

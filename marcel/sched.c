@@ -19,12 +19,14 @@
 static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 {
 	int reclaim = (atomic_load_explicit(&t->link, memory_order_relaxed) & MA_LINK_DETACHED) != 0;
+	ma_posix_note_exit(t);
 	ma_stack_release(w, t);
 	/* A joiner waits for this before recycling the descriptor. */
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	if (reclaim)
 		ma_task_free(w, t);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
+	ma_end_note_exit();
 }
 
 /* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
@@ -484,7 +486,7 @@ void marcel_exit(any_t retval)
 	}
 	struct marcel_task *cur = w->current;
 	if (cur->is_main) {
-		marcel_end();
+		ma_end(1);
 		exit(0);
 	}
 	if (cur->inline_run)

@@ -125,8 +125,10 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	 * ma_task_back costs a locked instruction. */
 	if (atomic_load_explicit(&t->leave_req, memory_order_relaxed))
 		ma_task_back(t);
+	ma_posix_note_exit(t);
 	atomic_store_explicit(&t->on_cpu, 0, memory_order_release);
 	atomic_store_explicit(&w->nb_exited, w->nb_exited + 1, memory_order_release);
+	ma_end_note_exit();
 	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
 	 * it is expected, as a woken thread would, instead of running outside its unit. A
 	 * bubble private to this VP was neither (bubbles/private.c). */

@@ -98,9 +98,12 @@ uint64_t ma_new_id_slow(struct ma_worker *w)
 	return w->id_next++;
 }
 
+enum { MA_CREATE_DONTSCHED = 1, MA_CREATE_POSIX = 2 };
+
 static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg,
-		     int dontsched)
+		     int how)
 {
+	int dontsched = how & MA_CREATE_DONTSCHED;
 	if (ma_unlikely(!ma_rt.running))
 		return EPERM;
 	if (ma_unlikely(!func))
@@ -143,6 +146,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;
 	t->dontsched = (unsigned char)dontsched;
 	t->seed = attr ? (unsigned char)attr->seed : 0;
+	t->posix = (how & MA_CREATE_POSIX) != 0;
 	/* No handle wanted means nobody will join: reclaim it when it ends. */
 	int detached = !pid || (attr && attr->detachstate == MARCEL_CREATE_DETACHED);
 	atomic_store_explicit(&t->link, detached ? MA_LINK_DETACHED : 0, memory_order_relaxed);
@@ -154,6 +158,8 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
 	else
 		atomic_fetch_add(&ma_rt.foreign_created, 1);
+	if (ma_unlikely(t->posix))
+		atomic_fetch_add(&ma_rt.posix_live, 1);
 	if (pid)
 		*pid = t;
 	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
@@ -169,7 +175,12 @@ int marcel_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, 
 
 int marcel_create_dontsched(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg)
 {
-	return ma_create(pid, attr, func, arg, 1);
+	return ma_create(pid, attr, func, arg, MA_CREATE_DONTSCHED);
+}
+
+int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg)
+{
+	return ma_create(pid, attr, func, arg, MA_CREATE_POSIX);
 }
 
 int marcel_wake_up_created_thread(marcel_t t)
@@ -207,6 +218,12 @@ int marcel_join(marcel_t t, any_t *status)
 		if (v & MA_LINK_DEAD)
 			break;
 		if (atomic_compare_exchange_weak(&t->link, &v, v | (uintptr_t)&wt)) {
+			if (ma_unlikely(ma_rt.opt.debug) && !t->seed &&
+			    atomic_load(&t->state) == MA_TASK_BORN) {
+				fprintf(stderr, "marcel: marcel_join waits for a thread that was never "
+						"started:\n");
+				ma_print_thread(stderr, t);
+			}
 			/* A seed nobody started yet runs here, on our stack (seed.c). */
 			if (!(t->seed && ma_seed_join(t, &wt)))
 				ma_waiter_wait(&wt);

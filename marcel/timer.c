@@ -7,8 +7,21 @@
  *
  * Callbacks run with the owner's lock held; ma_timer_cancel takes the same lock, which is
  * what lets a waiter know that a racing callback has finished with its timer.
+ *
+ * A worker fires its own timers whenever it schedules, and idle workers fire everybody's
+ * overdue ones while they poll. A worker kept busy by a thread that never calls marcel
+ * fires nothing, so one idle worker asleep in the kernel, the *watcher*, also sleeps no
+ * later than everybody's earliest deadline (plus MA_TIMER_WATCH_SLACK_NS, to leave the
+ * timers of owners that are about to schedule to them). Its wake-up time is published in
+ * ma_rt.timer_watch; a timer armed earlier than that kicks the watcher (or, when there is
+ * none, any sleeping worker, which becomes it). Both sides publish and then read with
+ * sequentially consistent accesses, so either the arming worker sees the watcher's time
+ * (and kicks it) or the watcher's scan sees the new timer.
  */
 #include "ma_sync.h"
+
+/* How long past its deadline a busy worker's timer may stay for the watcher. */
+#define MA_TIMER_WATCH_SLACK_NS 100000u
 
 static struct ma_timer *ma_heap_meld(struct ma_timer *a, struct ma_timer *b)
 {
@@ -80,6 +93,31 @@ static void ma_timer_publish_next(struct ma_worker *w)
 			      memory_order_relaxed);
 }
 
+/* Wakes a sleeping idle worker other than self, if there is one: it takes the watch. */
+static void ma_timer_watch_call(const struct ma_worker *self)
+{
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *o = &ma_rt.workers[v];
+		if (o != self && atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_SLEEPING &&
+		    !atomic_load_explicit(&o->disabled, memory_order_relaxed)) {
+			ma_worker_kick(o);
+			return;
+		}
+	}
+}
+
+/* w's earliest deadline just became `deadline`: make sure a sleeping idle worker, if any,
+ * wakes by then plus the slack. */
+static void ma_timer_watch_check(struct ma_worker *w, uint64_t deadline)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	int v = atomic_load(&ma_rt.timer_watcher);
+	if (v < 0)
+		ma_timer_watch_call(w);
+	else if (deadline + MA_TIMER_WATCH_SLACK_NS < atomic_load(&ma_rt.timer_watch))
+		ma_worker_kick(&ma_rt.workers[v]);
+}
+
 void ma_timer_arm(struct ma_worker *w, struct ma_timer *t, uint64_t deadline,
 		  void (*fire)(struct ma_timer *))
 {
@@ -90,8 +128,12 @@ void ma_timer_arm(struct ma_worker *w, struct ma_timer *t, uint64_t deadline,
 	ma_spin_lock(&w->timer_lock);
 	t->armed = 1;
 	w->timer_root = ma_heap_meld(w->timer_root, t);
+	int earliest = w->timer_root == t;
 	ma_timer_publish_next(w);
 	ma_spin_unlock(&w->timer_lock);
+	/* A later timer changes nothing: whoever watches w's timers wakes earlier anyway. */
+	if (earliest && ma_rt.nb_vps > 1)
+		ma_timer_watch_check(w, deadline);
 }
 
 void ma_timer_cancel(struct ma_timer *t)
@@ -142,4 +184,44 @@ void ma_timers_steal(uint64_t now)
 	}
 	if (ma_unlikely(atomic_load_explicit(&ma_bubble_work_pending, memory_order_relaxed)))
 		ma_bubble_work();
+}
+
+/* Everybody's earliest deadline plus the slack (MA_NO_DEADLINE if none). */
+static uint64_t ma_timers_earliest(void)
+{
+	uint64_t d = MA_NO_DEADLINE;
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		uint64_t n = atomic_load(&ma_rt.workers[v].timer_next);
+		if (n < d)
+			d = n;
+	}
+	return d >= MA_NO_DEADLINE - MA_TIMER_WATCH_SLACK_NS ? MA_NO_DEADLINE : d + MA_TIMER_WATCH_SLACK_NS;
+}
+
+int ma_timer_watch_take(struct ma_worker *w)
+{
+	int none = -1;
+	return atomic_compare_exchange_strong(&ma_rt.timer_watcher, &none, (int)w->vp);
+}
+
+uint64_t ma_timer_watch_publish(void)
+{
+	/* Scan, publish, scan again: a timer armed during the first scan that read the old
+	 * watch (and so kicked nobody) is seen by the second. */
+	for (;;) {
+		uint64_t d = ma_timers_earliest();
+		atomic_store(&ma_rt.timer_watch, d);
+		if (ma_timers_earliest() >= d)
+			return d;
+	}
+}
+
+void ma_timer_watch_release(struct ma_worker *w)
+{
+	atomic_store(&ma_rt.timer_watch, MA_NO_DEADLINE);
+	atomic_store(&ma_rt.timer_watcher, -1);
+	/* Either this scan sees a timer armed meanwhile, or its arming worker saw no watcher
+	 * and called a sleeper itself. */
+	if (ma_timers_earliest() != MA_NO_DEADLINE)
+		ma_timer_watch_call(w);
 }

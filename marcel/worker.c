@@ -139,6 +139,42 @@ static void ma_idle_awake(struct ma_worker *w)
 		ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), -1);
 }
 
+/* Sleeps in the kernel until called (state no longer SLEEPING), kicked, or a timer is
+ * due: its own ones, and everybody's if it is the watcher (timer.c), which it then fires
+ * here and sleeps again. seq: wake_seq read before the worker said it sleeps. */
+static void ma_idle_sleep(struct ma_worker *w, unsigned seq)
+{
+	int watching = 0;
+	while (atomic_load(&w->state) == MA_WORKER_SLEEPING && !atomic_load(&ma_rt.stopping)) {
+		/* Only this worker arms timers on its heap, and it is here: its own deadline
+		 * cannot move earlier while it sleeps. */
+		uint64_t until = atomic_load(&w->timer_next);
+		if (watching || (watching = ma_timer_watch_take(w))) {
+			uint64_t d = ma_timer_watch_publish();
+			if (d < until)
+				until = d;
+		}
+		if (ma_futex_wait_until(&w->wake_seq, seq, until) != ETIMEDOUT) {
+			seq = atomic_load(&w->wake_seq);
+			continue;
+		}
+		uint64_t now = ma_now_ns();
+		/* Its own timers are fired by the idle loop, on the way to running their
+		 * threads. */
+		if (atomic_load(&w->timer_next) <= now)
+			break;
+		if (watching) {
+			/* A thread woken here that only this VP may run lands in runnext; one
+			 * queued on this worker's path calls it (the state changes). */
+			ma_timers_steal(now);
+			if (w->runnext)
+				break;
+		}
+	}
+	if (watching)
+		ma_timer_watch_release(w);
+}
+
 static void ma_idle_poll_then_sleep(struct ma_worker *w)
 {
 	if (ma_unlikely(atomic_load(&w->disabled))) {
@@ -194,15 +230,8 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 	unsigned seq = atomic_load(&w->wake_seq);
 	atomic_store(&w->state, MA_WORKER_SLEEPING);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), 1);
-	/* Only this worker arms timers on its heap, and it is here: the deadline cannot move
-	 * earlier while it sleeps. */
-	uint64_t timer = atomic_load(&w->timer_next);
 	if (!ma_path_has_work_locked(w))
-		while (atomic_load(&w->state) == MA_WORKER_SLEEPING && !atomic_load(&ma_rt.stopping)) {
-			if (ma_futex_wait_until(&w->wake_seq, seq, timer) == ETIMEDOUT)
-				break;
-			seq = atomic_load(&w->wake_seq);
-		}
+		ma_idle_sleep(w, seq);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_sleeping), -1);
 	ma_idle_awake(w);
 }

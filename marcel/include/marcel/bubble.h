@@ -131,8 +131,10 @@ int marcel_bubble_removetask(marcel_bubble_t *b, marcel_t t);
  * caller; marcel_root_bubble outside marcel threads). The strategy places it at once (its
  * `submit` operation); marcel_bubble_sched_begin() later lets it place everything woken so
  * far together, which gives better decisions than one bubble at a time.
- * @return 0; EINVAL if @p b is NULL, not initialised or marcel_root_bubble; EALREADY if
- * it was already woken.
+ * Waking a bubble that was woken already (inserted into a woken bubble such as
+ * marcel_root_bubble, or woken before) starts the threads created in it since with
+ * marcel_create_dontsched(), unless a bubble above it still sleeps (they start with it).
+ * @return 0; EINVAL if @p b is NULL, not initialised or marcel_root_bubble.
  */
 int marcel_wake_up_bubble(marcel_bubble_t *b);
 

@@ -5,6 +5,7 @@
 #ifndef MARCEL_THREAD_H
 #define MARCEL_THREAD_H
 
+#include <stdio.h>
 #include <marcel/types.h>
 #include <marcel/attr.h>
 
@@ -36,6 +37,18 @@ int marcel_init(int *argc, char **argv);
  * the runtime allocated. Must be called by the thread that called marcel_init(); from
  * another thread it prints an error and returns without doing anything. Threads never
  * joined are reclaimed. After it returns, marcel_init() may be called again.
+ *
+ * Threads made with marcel_create_posix() (`pthread_create` in `<marcel/pthread.h>`)
+ * are not waited for, as a POSIX process does not wait for its threads when `main`
+ * returns: once every other thread has ended, marcel_end() returns with them still
+ * there, and leaves the runtime running, so that `main` returns and the process ends
+ * with them (then marcel_init() gives EBUSY, and `MARCEL_TRACE` is not written).
+ * marcel_exit() from main waits for them too, as pthread_exit() does.
+ *
+ * The wait blocks: it uses no processor. Threads made with marcel_create_dontsched()
+ * and never started are started (and said so on stderr). If no thread ends for 10 s and
+ * none of those left is running or ready, the remaining ones are listed on stderr
+ * (see marcel_print_threads(); after 1 s, whatever their state, with `MARCEL_DEBUG=1`).
  */
 void marcel_end(void);
 
@@ -76,6 +89,11 @@ int marcel_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, 
  * marcel_wake_up_created_thread() (used to build bubble trees before they run).
  * @return as marcel_create(). */
 int marcel_create_dontsched(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg);
+
+/** Like marcel_create() for a thread with the lifetime of a POSIX thread: marcel_end()
+ * does not wait for it (see there). `<marcel/pthread.h>` maps `pthread_create` to it.
+ * @return as marcel_create(). */
+int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg);
 
 /** Makes a thread created with marcel_create_dontsched() ready.
  * @return 0; ESRCH if @p t is NULL or no longer exists; EINVAL if it was not created
@@ -199,6 +217,18 @@ int marcel_thread_preemption_enable(void);
  * inside a blocking section.
  */
 int marcel_thread_is_preemptible(void);
+
+/**
+ * Prints one line per thread to @p out, for a person looking at a program that waits:
+ * its id, name and state (not started, ready, running, blocked, suspended, ended but not
+ * joined), whether it is detached, its bubble, and for a thread never started what would
+ * start it. Any thread may call it; the list is a snapshot taken without stopping the
+ * others. With `MARCEL_DEBUG=1`, marcel_join() prints the line of a thread it waits for
+ * that was never started, and marcel_end() lists the threads it still waits for after 1 s
+ * without one ending (10 s, and only when none of them is running or ready, without it).
+ * @return 0; EINVAL if @p out is NULL; EPERM if the runtime is not running.
+ */
+int marcel_print_threads(FILE *out);
 
 /** @} */
 
