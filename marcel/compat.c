@@ -1,9 +1,10 @@
 /*
  * The rest of the everyday Marcel API: output, per-thread random numbers, suspend and
- * resume, scheduling parameters, the ABI check.
+ * resume, scheduling parameters, clock, memory, number of processors, the ABI check.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "ma_bubble.h"
 
 /* ---- output: stdio already locks each stream per call ---- */
@@ -131,6 +132,53 @@ int marcel_sched_getparam(marcel_t t, struct marcel_sched_param *param)
 		return ESRCH;
 	param->sched_priority = t->e.prio;
 	return 0;
+}
+
+/* ---- clock, memory, processors ---- */
+
+/* marcel_clock's origin. Taken when the library is loaded rather than at marcel_init, so
+ * that the clock also runs before it and never goes back across marcel_end/marcel_init. */
+static uint64_t ma_clock_origin_ns;
+
+__attribute__((constructor)) static void ma_clock_origin(void)
+{
+	ma_clock_origin_ns = ma_clock_ns();
+}
+
+unsigned long marcel_clock(void)
+{
+	return (unsigned long)((ma_clock_ns() - ma_clock_origin_ns) / 1000000u);
+}
+
+/* The C library's allocator is thread-safe and any thread may free what another
+ * allocated, which is all Marcel's promised. */
+void *marcel_malloc(size_t size)
+{
+	return malloc(size);
+}
+
+void *marcel_calloc(size_t nmemb, size_t size)
+{
+	return calloc(nmemb, size);
+}
+
+void *marcel_realloc(void *ptr, size_t size)
+{
+	return realloc(ptr, size);
+}
+
+void marcel_free(void *ptr)
+{
+	free(ptr);
+}
+
+unsigned marcel_get_nbprocessors(void)
+{
+	struct marcel_topo_item machine;
+	if (ma_rt.running && marcel_topo_get_item(0, &machine) == 0 && machine.nb_pus)
+		return machine.nb_pus;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
 }
 
 /* ---- ABI ---- */

@@ -1,6 +1,7 @@
 /*
- * The strategy registry: lookup by name, selection at init and at run time, and the
- * public entry points that hand bubbles to the current strategy.
+ * The strategy registry: lookup by name, selection at init and at run time, the public
+ * entry points that hand bubbles to the current strategy, and Marcel's view of the
+ * strategies as classes with instances.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,55 @@ const struct ma_strategy *_Atomic ma_strategy_cur;
 atomic_int ma_sched_begun;
 /* Serialises changes of strategy (their init and exit hooks). */
 static pthread_mutex_t ma_strategy_change_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The handle last given to marcel_bubble_change_sched (a strategy or an instance), which
+ * marcel_bubble_current_sched returns as Marcel did; NULL: the one chosen at init. Never
+ * read through: an instance may be gone once it is no longer in use. */
+static const void *_Atomic ma_strategy_handle;
+
+/* ---- Marcel's classes and instances ---- */
+
+/* What marcel_bubble_sched_instantiate writes into the program's memory. */
+struct ma_sched_instance {
+	unsigned magic;
+	const struct ma_strategy *strategy;
+	const marcel_bubble_sched_class_t *klass;
+};
+#define MA_SCHED_INSTANCE_MAGIC 0x4d42534bu /* "MBSK" */
+
+static int ma_instance_init(marcel_bubble_sched_t *pub, const struct ma_strategy *s,
+			    const marcel_bubble_sched_class_t *klass)
+{
+	if (!pub)
+		return EINVAL;
+	struct ma_sched_instance *in = (struct ma_sched_instance *)(void *)pub;
+	*in = (struct ma_sched_instance){ MA_SCHED_INSTANCE_MAGIC, s, klass };
+	return 0;
+}
+
+/* One class per strategy, in ma_strategies' order; each needs its own instantiate, the
+ * only thing that tells it which strategy it stands for. */
+#define MA_SCHED_CLASS(cname, strategy)                                                      \
+	static int ma_instantiate_##cname(marcel_bubble_sched_t *pub);                       \
+	const marcel_bubble_sched_class_t marcel_bubble_##cname##_sched_class = {            \
+		#cname, sizeof(struct ma_sched_instance), ma_instantiate_##cname };           \
+	static int ma_instantiate_##cname(marcel_bubble_sched_t *pub)                        \
+	{                                                                                    \
+		return ma_instance_init(pub, &(strategy), &marcel_bubble_##cname##_sched_class); \
+	}
+MA_SCHED_CLASS(null, ma_strategy_null)
+MA_SCHED_CLASS(burst, ma_strategy_burst)
+MA_SCHED_CLASS(spread, ma_strategy_spread)
+MA_SCHED_CLASS(cache, ma_strategy_cache)
+MA_SCHED_CLASS(steal, ma_strategy_steal)
+MA_SCHED_CLASS(gang, ma_strategy_gang)
+MA_SCHED_CLASS(memory, ma_strategy_memory)
+
+static const marcel_bubble_sched_class_t *const ma_classes[] = {
+	&marcel_bubble_null_sched_class, &marcel_bubble_burst_sched_class, &marcel_bubble_spread_sched_class,
+	&marcel_bubble_cache_sched_class, &marcel_bubble_steal_sched_class, &marcel_bubble_gang_sched_class,
+	&marcel_bubble_memory_sched_class,
+};
+_Static_assert(sizeof(ma_classes) / sizeof(ma_classes[0]) == MA_NB_STRATEGIES, "one class per strategy");
 
 const struct ma_strategy *ma_strategy_lookup(const char *name)
 {
@@ -30,12 +80,26 @@ const struct ma_strategy *ma_strategy_lookup(const char *name)
 	return NULL;
 }
 
-static int ma_is_strategy(const struct ma_strategy *s)
+static int ma_strategy_index(const struct ma_strategy *s)
 {
 	for (unsigned i = 0; i < MA_NB_STRATEGIES; i++)
 		if (ma_strategies[i] == s)
-			return 1;
-	return 0;
+			return (int)i;
+	return -1;
+}
+
+/* The strategy a public handle stands for: a strategy itself, or an instance of one.
+ * NULL for anything else. */
+static const struct ma_strategy *ma_strategy_of_handle(const marcel_bubble_sched_t *h)
+{
+	if (!h)
+		return NULL;
+	if (ma_strategy_index(h) >= 0)
+		return h;
+	const struct ma_sched_instance *in = (const struct ma_sched_instance *)(const void *)h;
+	if (in->magic == MA_SCHED_INSTANCE_MAGIC && ma_strategy_index(in->strategy) >= 0)
+		return in->strategy;
+	return NULL;
 }
 
 int marcel_bubble_list_schedulers(FILE *out)
@@ -92,6 +156,7 @@ int ma_strategies_start(void)
 		return EINVAL;
 	}
 	atomic_store(&ma_sched_begun, 0);
+	atomic_store(&ma_strategy_handle, NULL);
 	if (s->init) {
 		int e = s->init();
 		if (e) {
@@ -109,6 +174,7 @@ void ma_strategies_stop(void)
 	if (s && s->exit)
 		s->exit();
 	atomic_store(&ma_strategy_cur, NULL);
+	atomic_store(&ma_strategy_handle, NULL);
 }
 
 void ma_strategy_submit(struct ma_bubble *b)
@@ -135,18 +201,30 @@ const marcel_bubble_sched_t *marcel_lookup_bubble_scheduler(const char *name)
 	return ma_strategy_lookup(name);
 }
 
-const marcel_bubble_sched_t *marcel_bubble_current_sched(void)
+/* The handles are opaque to the program, which cannot write through them: giving them
+ * out without const (as Marcel's prototypes did) changes nothing. */
+static marcel_bubble_sched_t *ma_handle_out(const void *h)
 {
-	return ma_rt.running ? ma_strategy() : NULL;
+	return (marcel_bubble_sched_t *)(uintptr_t)h;
 }
 
-const char *marcel_bubble_sched_name(const marcel_bubble_sched_t *s)
+marcel_bubble_sched_t *marcel_bubble_current_sched(void)
 {
+	if (!ma_rt.running)
+		return NULL;
+	const void *h = atomic_load(&ma_strategy_handle);
+	return ma_handle_out(h ? h : ma_strategy());
+}
+
+const char *marcel_bubble_sched_name(const marcel_bubble_sched_t *h)
+{
+	const struct ma_strategy *s = ma_strategy_of_handle(h);
 	return s ? s->name : NULL;
 }
 
-const char *marcel_bubble_sched_description(const marcel_bubble_sched_t *s)
+const char *marcel_bubble_sched_description(const marcel_bubble_sched_t *h)
 {
+	const struct ma_strategy *s = ma_strategy_of_handle(h);
 	return s ? s->description : NULL;
 }
 
@@ -155,27 +233,33 @@ const marcel_bubble_sched_t *marcel_bubble_sched_nth(unsigned i)
 	return i < MA_NB_STRATEGIES ? ma_strategies[i] : NULL;
 }
 
-const marcel_bubble_sched_t *marcel_bubble_change_sched(const marcel_bubble_sched_t *s)
+marcel_bubble_sched_t *marcel_bubble_change_sched(const marcel_bubble_sched_t *h)
 {
-	if (!s || !ma_is_strategy(s) || !ma_rt.running)
+	const struct ma_strategy *s = ma_strategy_of_handle(h);
+	if (!s || !ma_rt.running)
 		return NULL;
 	pthread_mutex_lock(&ma_strategy_change_lock);
 	const struct ma_strategy *old = ma_strategy();
+	const void *old_handle = atomic_load(&ma_strategy_handle);
+	if (!old_handle)
+		old_handle = old;
 	if (old == s) {
+		atomic_store(&ma_strategy_handle, (const void *)h);
 		pthread_mutex_unlock(&ma_strategy_change_lock);
-		return old;
+		return ma_handle_out(old_handle);
 	}
 	if (s->init && s->init()) {
 		pthread_mutex_unlock(&ma_strategy_change_lock);
 		return NULL;
 	}
 	atomic_store(&ma_strategy_cur, s);
+	atomic_store(&ma_strategy_handle, (const void *)h);
 	if (old->exit)
 		old->exit();
 	pthread_mutex_unlock(&ma_strategy_change_lock);
 	if (atomic_load(&ma_sched_begun) && s->start)
 		s->start();
-	return old;
+	return ma_handle_out(old_handle);
 }
 
 int marcel_bubble_sched_begin(void)
@@ -189,23 +273,57 @@ int marcel_bubble_sched_begin(void)
 	return 0;
 }
 
-int marcel_bubble_shake(marcel_bubble_t *pub)
+/* Regenerates woken bubble b (not the root) with the current strategy. */
+static void ma_shake(struct ma_bubble *b)
+{
+	const struct ma_strategy *s = ma_strategy();
+	if (s->shake) {
+		s->shake(b);
+		return;
+	}
+	if (atomic_load(&b->status) == MA_BUBBLE_OPENED)
+		ma_bubble_gather(b);
+	else if (atomic_load(&b->status) == MA_BUBBLE_CLOSED && ma_bubble_unit(b) == b)
+		ma_strategy_submit(b);
+}
+
+int marcel_bubble_shake_bubble(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
 	if (!b || b == ma_root_bubble)
 		return EINVAL;
 	if (!ma_rt.running || !b->woken)
 		return EPERM;
-	const struct ma_strategy *s = ma_strategy();
-	if (s->shake) {
-		s->shake(b);
-		return 0;
-	}
-	if (atomic_load(&b->status) == MA_BUBBLE_OPENED)
-		ma_bubble_gather(b);
-	else if (atomic_load(&b->status) == MA_BUBBLE_CLOSED && ma_bubble_unit(b) == b)
-		ma_strategy_submit(b);
+	ma_shake(b);
 	return 0;
+}
+
+void marcel_bubble_shake(void)
+{
+	if (!ma_rt.running)
+		return;
+	struct ma_bubble *r = ma_root_bubble;
+	/* Taken under the root's lock, each with a reference (an implicit bubble may be let
+	 * go of meanwhile), and shaken without it: a shake locks the bubble and its holder. */
+	ma_spin_lock(&r->hold.lock);
+	unsigned n = 0, max = r->nb_members;
+	struct ma_bubble **subs = malloc(sizeof(*subs) * (max ? max : 1));
+	for (struct ma_list *l = r->members.next; subs && l != &r->members && n < max; l = l->next) {
+		struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
+		if (e->type != MA_BUBBLE_ENTITY)
+			continue;
+		struct ma_bubble *b = ma_bubble_of_entity(e);
+		if (!b->woken || ma_bubble_dead(b))
+			continue;
+		ma_bubble_ref(b);
+		subs[n++] = b;
+	}
+	ma_spin_unlock(&r->hold.lock);
+	for (unsigned i = 0; i < n; i++) {
+		ma_shake(subs[i]);
+		ma_bubble_unref(subs[i]);
+	}
+	free(subs);
 }
 
 int marcel_bubble_submit(marcel_bubble_t *pub)
@@ -234,4 +352,36 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 		s->stray(w, t);
 	else
 		atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
+}
+
+/* ---- public API: classes (Marcel) ---- */
+
+const marcel_bubble_sched_class_t *marcel_lookup_bubble_scheduler_class(const char *name)
+{
+	int i = ma_strategy_index(ma_strategy_lookup(name));
+	return i >= 0 ? ma_classes[i] : NULL;
+}
+
+size_t marcel_bubble_sched_instance_size(const marcel_bubble_sched_class_t *klass)
+{
+	return klass ? klass->instance_size : 0;
+}
+
+const char *marcel_bubble_sched_class_name(const marcel_bubble_sched_class_t *klass)
+{
+	return klass ? klass->name : NULL;
+}
+
+const marcel_bubble_sched_class_t *marcel_bubble_sched_class(const marcel_bubble_sched_t *h)
+{
+	int i = ma_strategy_index(ma_strategy_of_handle(h));
+	return i >= 0 ? ma_classes[i] : NULL;
+}
+
+int marcel_bubble_sched_instantiate(const marcel_bubble_sched_class_t *klass, marcel_bubble_sched_t *instance)
+{
+	for (unsigned i = 0; i < MA_NB_STRATEGIES; i++)
+		if (ma_classes[i] == klass)
+			return klass->instantiate(instance);
+	return EINVAL;
 }

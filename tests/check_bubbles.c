@@ -207,7 +207,7 @@ START_TEST(shake_orphan_children_bubble)
 	marcel_bubble_t *cb = marcel_bubble_holding_task(kid);
 	ck_assert_ptr_nonnull(cb);
 	ck_assert_ptr_ne(cb, &marcel_root_bubble);
-	ck_assert_int_eq(marcel_bubble_shake(cb), 0);
+	ck_assert_int_eq(marcel_bubble_shake_bubble(cb), 0);
 	atomic_store(&orphan_go, 1);
 	ck_assert_int_eq(marcel_join(kid, NULL), 0);
 	marcel_end();
@@ -767,7 +767,7 @@ START_TEST(burst_counts_blocked_threads)
 	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
 	ck_assert_msg(wait_thread_state(t[1], MARCEL_SNAPSHOT_BLOCKED), "thread 1 never blocked");
 	/* Closes it with one thread ready (t[0], back at its next yield) and one blocked. */
-	ck_assert_int_eq(marcel_bubble_shake(&b), 0);
+	ck_assert_int_eq(marcel_bubble_shake_bubble(&b), 0);
 	int status = -1;
 	for (int tries = 0; tries < 1000 && status != MARCEL_BUBBLE_OPENED; tries++) {
 		marcel_usleep(5000);

@@ -88,7 +88,7 @@ static any_t pinned_fn(any_t arg)
 	return NULL;
 }
 
-/* Required: after marcel_bubble_shake(b), threads return to the VP they last ran on.
+/* Required: after marcel_bubble_shake_bubble(b), threads return to the VP they last ran on.
  * Threads pinned on VPs 1, 4 and 5 make the first placement skip VP 1 (node 0 is the
  * lighter node, and VP 1 is busy there); they end before the shakes, so a placement
  * that did not remember would now use VP 1. */
@@ -118,7 +118,7 @@ START_TEST(shake_returns_home)
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(marcel_join(pin[i], NULL), 0);
 	for (int round = 0; round < 3; round++) {
-		ck_assert_int_eq(marcel_bubble_shake(&b), 0);
+		ck_assert_int_eq(marcel_bubble_shake_bubble(&b), 0);
 		/* Gathered (its threads come back at their next yield), then placed again. */
 		for (int tries = 0; tries < 1000 && marcel_bubble_status(&b) != MARCEL_BUBBLE_OPENED; tries++)
 			marcel_usleep(1000);

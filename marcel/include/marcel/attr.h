@@ -58,7 +58,8 @@ typedef struct marcel_attr {
 	int vpset_last;            /**< Highest VP of @ref vpset. */
 	char name[MARCEL_MAXNAMESIZE]; /**< Initial name. */
 	struct marcel_bubble *natural_bubble; /**< Bubble to create the thread in (NULL: default). */
-	void *reserved[5];         /**< Room for future attributes. */
+	int id;                    /**< Marcel's application id (marcel_attr_setid()). */
+	void *reserved[4];         /**< Room for future attributes. */
 } marcel_attr_t;
 
 /** Initialises @p attr with the defaults: joinable, default stack size, ::MA_DEF_PRIO,
@@ -159,6 +160,25 @@ int marcel_attr_setseed(marcel_attr_t *attr, int seed);
 /** Reads the seed flag.
  * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
 int marcel_attr_getseed(const marcel_attr_t *attr, int *seed);
+
+/** Marcel's thread id attribute: records @p id in @p attr (0 by default), to be read
+ * back with marcel_attr_getid(). In Marcel the id labelled the thread in its traces; here
+ * threads carry a unique id of their own in traces and snapshots, so @p id stays with
+ * the attribute: name the thread with marcel_attr_setname() to tell it apart there.
+ * @return 0, or EINVAL if @p attr is NULL or not initialised. */
+int marcel_attr_setid(marcel_attr_t *attr, int id);
+
+/** Reads the id set by marcel_attr_setid().
+ * @return 0, or EINVAL if an argument is NULL or @p attr is not initialised. */
+int marcel_attr_getid(const marcel_attr_t *attr, int *id);
+
+/** Marcel's name of marcel_attr_setnaturalbubble() (marcel/bubble.h): threads created
+ * with @p attr go into bubble @p b. @return as marcel_attr_setnaturalbubble(). */
+int marcel_attr_setinitbubble(marcel_attr_t *attr, struct marcel_bubble *b);
+
+/** Marcel's name of marcel_attr_getnaturalbubble().
+ * @return as marcel_attr_getnaturalbubble(). */
+int marcel_attr_getinitbubble(const marcel_attr_t *attr, struct marcel_bubble **b);
 
 /** @} */
 

@@ -229,6 +229,34 @@ int marcel_sem_post(marcel_sem_t *s);
 /** Reads the count (0 when threads are waiting). @return 0, or -1 with `errno` EINVAL. */
 int marcel_sem_getvalue(marcel_sem_t *s, int *value);
 
+/** Returned by marcel_sem_open() on failure. */
+#define MARCEL_SEM_FAILED ((marcel_sem_t *)0)
+
+/**
+ * Opens the named semaphore @p name, as POSIX `sem_open()` does, except that names are
+ * private to the process, as with Marcel (its named semaphores were never shared
+ * between processes either): two processes opening one name get two semaphores.
+ * With `O_CREAT` in @p oflag, two more arguments follow, `mode_t mode` (accepted and
+ * ignored: nothing outside the process can open the name) and `unsigned value` (the
+ * initial count), and the semaphore is created if the name is not linked; with `O_CREAT |
+ * O_EXCL`, it must not be. Every successful open must be matched by a marcel_sem_close().
+ * Names compare without their leading slashes (`"/s"` and `"s"` are one name).
+ * @return the semaphore, or ::MARCEL_SEM_FAILED with `errno` EINVAL (@p name NULL, empty
+ * or holding a `/` after its leading ones; @p value above ::MARCEL_SEM_VALUE_MAX),
+ * ENAMETOOLONG (@p name longer than `NAME_MAX`), ENOENT (no `O_CREAT` and the name is
+ * not linked), EEXIST (`O_CREAT | O_EXCL` and it is), or ENOMEM.
+ */
+marcel_sem_t *marcel_sem_open(const char *name, int oflag, ...);
+/** Closes a semaphore from marcel_sem_open(). It is freed once it is closed as many
+ * times as it was opened and its name is unlinked.
+ * @return 0, or -1 with `errno` EINVAL if @p s is not an open named semaphore. */
+int marcel_sem_close(marcel_sem_t *s);
+/** Removes @p name: later opens without `O_CREAT` fail, and an open with `O_CREAT` makes
+ * a new semaphore; the one already open lives until it is closed.
+ * @return 0, or -1 with `errno` ENOENT (not linked), EINVAL or ENAMETOOLONG (bad @p name,
+ * as for marcel_sem_open()). */
+int marcel_sem_unlink(const char *name);
+
 /** @} */
 
 /** @defgroup marcel_barrier Barriers
@@ -241,6 +269,10 @@ int marcel_sem_getvalue(marcel_sem_t *s, int *value);
 /** Barrier mode: waiting threads keep yielding; lower latency when each VP has other
  * ready work, but they stay runnable. */
 #define MARCEL_BARRIER_YIELD_MODE 1
+/** Marcel's type of a barrier mode (::MARCEL_BARRIER_SLEEP_MODE or
+ * ::MARCEL_BARRIER_YIELD_MODE). An `int`, so that a variable of this type can be passed
+ * to marcel_barrierattr_getmode() as well as an `int`. */
+typedef int marcel_barrier_mode_t;
 
 /** Barrier attributes. */
 typedef struct {
@@ -395,6 +427,8 @@ typedef struct {
 
 /** Static initialiser of a ::marcel_once_t. */
 #define MARCEL_ONCE_INIT { 0 }
+/** Marcel's name of ::MARCEL_ONCE_INIT. */
+#define MARCEL_ONCE_INITIALIZER MARCEL_ONCE_INIT
 
 /** Runs @p init exactly once per @p once; concurrent callers wait until it has returned.
  * @return 0; EINVAL for NULL arguments. */

@@ -1,0 +1,37 @@
+/*
+ * Marcel's names for thread attributes that marcel spells differently or keeps only on
+ * the attribute (marcel/attr.h): the application id and the initial bubble.
+ */
+#include <errno.h>
+#include "ma_sched.h"
+
+static int ma_attr_valid(const marcel_attr_t *attr)
+{
+	return attr && attr->magic == MA_ATTR_MAGIC;
+}
+
+int marcel_attr_setid(marcel_attr_t *attr, int id)
+{
+	if (!ma_attr_valid(attr))
+		return EINVAL;
+	attr->id = id;
+	return 0;
+}
+
+int marcel_attr_getid(const marcel_attr_t *attr, int *id)
+{
+	if (!ma_attr_valid(attr) || !id)
+		return EINVAL;
+	*id = attr->id;
+	return 0;
+}
+
+int marcel_attr_setinitbubble(marcel_attr_t *attr, struct marcel_bubble *b)
+{
+	return marcel_attr_setnaturalbubble(attr, b);
+}
+
+int marcel_attr_getinitbubble(const marcel_attr_t *attr, struct marcel_bubble **b)
+{
+	return marcel_attr_getnaturalbubble(attr, b);
+}
