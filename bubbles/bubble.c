@@ -1062,10 +1062,14 @@ marcel_bubble_t *marcel_bubble_children(void)
 int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_runqueue *rq, int start)
 {
 	struct ma_bubble *b = NULL;
+	/* Named explicitly: a member as if inserted. marcel_root_bubble named is the default
+	 * holder of the threads that have none, not a membership. */
+	int named = 0;
 	if (attr && attr->natural_bubble) {
 		b = ma_bubble_get_raw(attr->natural_bubble);
 		if (!b)
 			return EINVAL;
+		named = b != ma_root_bubble;
 	} else {
 		struct marcel_task *self = ma_task_self();
 		if (!self || self->is_idle)
@@ -1080,12 +1084,12 @@ int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct
 	/* A bubble private to our VP (private.c): named, or the one holding us. */
 	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
 	if (o) {
-		if (o == ma_worker_self() && start && ma_private_adopt_fast(o, b, t, attr && attr->natural_bubble))
+		if (o == ma_worker_self() && start && ma_private_adopt_fast(o, b, t, named))
 			return 0;
 		ma_bubble_unprivate(b);
 	}
 	ma_spin_lock(&b->hold.lock);
-	ma_member_add(b, &t->e, attr && attr->natural_bubble);
+	ma_member_add(b, &t->e, named);
 	/* Started with the same lock held: creation is the hottest path that meets bubbles. */
 	start = start && b->woken;
 	if (start)
@@ -1364,7 +1368,7 @@ int marcel_attr_setnaturalbubble(marcel_attr_t *attr, marcel_bubble_t *b)
 	if (!attr || attr->magic != MA_ATTR_MAGIC)
 		return EINVAL;
 	/* Naming a bubble does not touch it: a private one stays private. */
-	if (b && (!ma_bubble_get_raw(b) || ma_bubble_of(b) == ma_root_bubble))
+	if (b && !ma_bubble_get_raw(b))
 		return EINVAL;
 	attr->natural_bubble = b;
 	return 0;

@@ -233,9 +233,10 @@ marcel_bubble_t *marcel_bubble_holding_bubble(marcel_bubble_t *b);
 marcel_bubble_t *marcel_bubble_children(void);
 
 /** Threads created with @p attr go into bubble @p b (NULL: the default, the creator's
- * children bubble); they start when @p b is woken, at once if it already is.
- * @return 0; EINVAL if @p attr is not initialised, or @p b is not an initialised bubble
- * or is marcel_root_bubble. */
+ * children bubble); they start when @p b is woken, at once if it already is. With
+ * marcel_root_bubble they belong to no bubble of the program's, as Marcel's tests ask:
+ * they start at once and are placed by themselves.
+ * @return 0; EINVAL if @p attr is not initialised, or @p b is not an initialised bubble. */
 int marcel_attr_setnaturalbubble(marcel_attr_t *attr, marcel_bubble_t *b);
 
 /** Reads the bubble set by marcel_attr_setnaturalbubble() (NULL: none).
