@@ -10,6 +10,9 @@
  *                     in the comment. marcel: MARCEL_TIMESLICE=1000 (1 ms), so they
  *                     alternate every slice (about 100 preemptions per run, each a
  *                     signal, the trampoline's full register save and a switch).
+ *   preempt_overhead_10ms
+ *                     the same with MARCEL_TIMESLICE=10000 (10 ms, Marcel's default and
+ *                     the candidate for marcel's), about 10 preemptions per run.
  *   peer cooperative  the same runtime and loops with MARCEL_TIMESLICE=0: the first runs
  *                     to completion, then the second.
  *
@@ -104,6 +107,46 @@ static struct run measure(const char *timeslice, long iters)
 	return r;
 }
 
+/* One line: the loops under `slice` against MARCEL_TIMESLICE=0, the
+ * two alternating which goes first; at least min_switches interleavings expected. */
+static void compare(const char *name, const char *slice, const char *what, long min_switches, long iters,
+		    const struct bench_opts *o)
+{
+	double *ts = malloc((size_t)o->reps * sizeof(double)), *co = malloc((size_t)o->reps * sizeof(double));
+	double *tsw = malloc((size_t)o->reps * sizeof(double)), *cow = malloc((size_t)o->reps * sizeof(double));
+	if (!ts || !co || !tsw || !cow)
+		bench_fail("out of memory");
+	long switches = 0;
+	for (int i = 0; i < o->reps; i++) {
+		struct run a, b;
+		if (i & 1) {
+			b = measure("0", iters);
+			a = measure(slice, iters);
+		} else {
+			a = measure(slice, iters);
+			b = measure("0", iters);
+		}
+		if (b.switches)
+			bench_fail("cooperative loops were interleaved (%ld switches)", b.switches);
+		if (a.switches < min_switches)
+			bench_fail("%s did not interleave the loops (%ld switches)", what, a.switches);
+		ts[i] = a.us;
+		co[i] = b.us;
+		tsw[i] = a.wall_us;
+		cow[i] = b.wall_us;
+		switches += a.switches;
+	}
+	struct bench_stat wt = bench_stat_of(tsw, o->reps), wc = bench_stat_of(cow, o->reps);
+	bench_line(name, "us", bench_stat_of(ts, o->reps), "cooperative", bench_stat_of(co, o->reps),
+		   "process CPU time; 2 ULTs x %ld iterations on VP0, %s, %ld preemptions per run on "
+		   "average; wall-clock medians %.0f vs %.0f us (ratio %.2f)",
+		   iters, what, switches / o->reps, wt.med, wc.med, wt.med > 0 ? wc.med / wt.med : 0.0);
+	free(ts);
+	free(co);
+	free(tsw);
+	free(cow);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
@@ -121,39 +164,8 @@ int main(int argc, char **argv)
 
 	measure("1000", iters); /* warm-up */
 	measure("0", iters);
-	double *ts = malloc((size_t)o.reps * sizeof(double)), *co = malloc((size_t)o.reps * sizeof(double));
-	double *tsw = malloc((size_t)o.reps * sizeof(double)), *cow = malloc((size_t)o.reps * sizeof(double));
-	if (!ts || !co || !tsw || !cow)
-		bench_fail("out of memory");
-	long switches = 0;
-	for (int i = 0; i < o.reps; i++) {
-		struct run a, b;
-		if (i & 1) {
-			b = measure("0", iters);
-			a = measure("1000", iters);
-		} else {
-			a = measure("1000", iters);
-			b = measure("0", iters);
-		}
-		if (b.switches)
-			bench_fail("cooperative loops were interleaved (%ld switches)", b.switches);
-		if (a.switches < 10)
-			bench_fail("time slicing did not interleave the loops (%ld switches)", a.switches);
-		ts[i] = a.us;
-		co[i] = b.us;
-		tsw[i] = a.wall_us;
-		cow[i] = b.wall_us;
-		switches += a.switches;
-	}
+	compare("preempt_overhead", "1000", "1 ms slice", 10, iters, &o);
+	compare("preempt_overhead_10ms", "10000", "10 ms slice", 2, iters, &o);
 	unsetenv("MARCEL_TIMESLICE");
-	struct bench_stat wt = bench_stat_of(tsw, o.reps), wc = bench_stat_of(cow, o.reps);
-	bench_line("preempt_overhead", "us", bench_stat_of(ts, o.reps), "cooperative", bench_stat_of(co, o.reps),
-		   "process CPU time; 2 ULTs x %ld iterations on VP0, 1 ms slice, %ld preemptions per run on "
-		   "average; wall-clock medians %.0f vs %.0f us (ratio %.2f)",
-		   iters, switches / o.reps, wt.med, wc.med, wt.med > 0 ? wc.med / wt.med : 0.0);
-	free(ts);
-	free(co);
-	free(tsw);
-	free(cow);
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -184,7 +185,7 @@ END_TEST
 
 START_TEST(cooperative_runs_to_completion)
 {
-	if (!start(NULL, "1"))
+	if (!start("0", "1"))
 		return;
 	struct spinner a, b;
 	run_pair(&a, &b, NULL, 50);
@@ -192,6 +193,75 @@ START_TEST(cooperative_runs_to_completion)
 	ck_assert_int_eq(a.changes, 0);
 	ck_assert_int_eq(b.changes, 0);
 	marcel_end();
+}
+END_TEST
+
+/* ---- busy-waits of ported code ---- */
+
+static atomic_int spin_flag;
+
+/* A pool's start-up loop, or one side of a hand-written spin barrier: waits for a flag
+ * that a thread of the same VP sets, without calling marcel. */
+static any_t wait_for_flag(any_t arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&spin_flag, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static any_t set_flag(any_t arg)
+{
+	(void)arg;
+	atomic_store(&spin_flag, 1);
+	return NULL;
+}
+
+/* More threads than VPs, one VP, a 10 ms slice: each spinner is switched out after a
+ * slice and the thread they wait for runs (cooperatively they wait for ever). */
+START_TEST(slice_frees_busy_waits)
+{
+	if (!start("10000", "1"))
+		return;
+	for (int round = 0; round < 3; round++) {
+		atomic_store(&spin_flag, 0);
+		marcel_t w[4], s;
+		for (int i = 0; i < 4; i++)
+			ULT_CHECK(marcel_create(&w[i], NULL, wait_for_flag, NULL) == 0);
+		ULT_CHECK(marcel_create(&s, NULL, set_flag, NULL) == 0);
+		for (int i = 0; i < 4; i++)
+			ULT_CHECK(marcel_join(w[i], NULL) == 0);
+		ULT_CHECK(marcel_join(s, NULL) == 0);
+	}
+	ult_checks_passed();
+	marcel_end();
+}
+END_TEST
+
+/* A program with its own SIGRTMIN+7 handler (in every build): marcel_init by default
+ * says nothing and runs cooperatively; a slice asked for is refused, naming it. */
+static void own_handler(int sig)
+{
+	(void)sig;
+}
+
+START_TEST(own_handler_cooperative)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = own_handler;
+	ck_assert_int_eq(sigaction(SIGRTMIN + 7, &sa, &old), 0);
+	char msg[512];
+	unsetenv("MARCEL_TIMESLICE");
+	ck_assert_int_eq(ma_test_init_captured(msg, sizeof(msg)), 0);
+	ck_assert_str_eq(msg, "");
+	ck_assert_int_eq(marcel_thread_is_preemptible(), 0);
+	marcel_end();
+	setenv("MARCEL_TIMESLICE", "10000", 1);
+	ck_assert_int_ne(ma_test_init_captured(msg, sizeof(msg)), 0);
+	unsetenv("MARCEL_TIMESLICE");
+	ck_assert_msg(strstr(msg, "MARCEL_TIMESLICE=10000") != NULL, "message: %s", msg);
+	ck_assert_int_eq(sigaction(SIGRTMIN + 7, &old, NULL), 0);
 }
 END_TEST
 
@@ -616,6 +686,7 @@ static void populate_slices(TCase *tc)
 {
 	tcase_add_test(tc, slice_shares_the_vp);
 	tcase_add_test(tc, cooperative_runs_to_completion);
+	tcase_add_test(tc, slice_frees_busy_waits);
 	tcase_add_test(tc, disabled_thread_keeps_the_vp);
 	tcase_add_test(tc, non_preemptible_attribute);
 	tcase_add_test(tc, registers_survive);
@@ -627,6 +698,7 @@ static void populate_api(TCase *tc)
 {
 	tcase_add_test(tc, disable_enable_errors);
 	tcase_add_test(tc, bad_values_refused);
+	tcase_add_test(tc, own_handler_cooperative);
 }
 
 int main(void)

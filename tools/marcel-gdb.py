@@ -19,6 +19,8 @@
 #   marcel vps
 #       The VP table alone.
 #
+# Loaded, it also lets marcel's preemption signal (SIG41) through without stopping.
+#
 # Loading it: `make install` puts it in $(pkgdatadir), e.g.
 #   (gdb) source /usr/local/share/marcel/marcel-gdb.py
 # or add that line to ~/.gdbinit. From a source tree: `source tools/marcel-gdb.py`.
@@ -891,3 +893,11 @@ MarcelThreads()
 MarcelThreads("info marcel-threads")
 MarcelBt()
 MarcelVps()
+
+# marcel switches threads out at the end of a time slice with SIGRTMIN+7, signal 41 with
+# glibc (README, Preemption): under gdb's defaults each slice would stop the program and
+# print the signal. Let it through silently; `handle SIG41 stop print` undoes this.
+try:
+    gdb.execute("handle SIG41 nostop noprint pass", to_string=True)
+except gdb.error:
+    pass
