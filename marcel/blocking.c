@@ -1,9 +1,9 @@
 /*
  * Blocking sections: a thread about to block in the kernel gives its VP to a spare
  * carrier (carrier.c) and keeps its kernel thread for the call; on leaving, it queues
- * itself to run on a VP again and its kernel thread becomes a spare.
+ * itself to run on a VP again and its kernel thread becomes a spare. The C library calls
+ * wrapped in sections are in io.c.
  */
-#include <unistd.h>
 #include "ma_sync.h"
 
 __thread struct marcel_task *ma_tls_section_task;
@@ -42,42 +42,4 @@ int marcel_leave_blocking_section(void)
 	self->post = MA_POST_REQUEUE;
 	ma_switch_out(self, ma_carrier_context(ma_carrier_self()));
 	return 0;
-}
-
-/* Runs call inside a section when the caller is a marcel thread on a VP. Leaving the
- * section carries errno over to whichever kernel thread resumes the caller; errno must
- * not be touched here after leaving: its address may have been computed before, on the
- * kernel thread that made the call. */
-#define MA_IN_SECTION(type, call)                                      \
-	do {                                                           \
-		int entered = marcel_enter_blocking_section() == 0;    \
-		type r = call;                                         \
-		if (entered)                                           \
-			marcel_leave_blocking_section();               \
-		return r;                                              \
-	} while (0)
-
-ssize_t marcel_read(int fd, void *buf, size_t count)
-{
-	MA_IN_SECTION(ssize_t, read(fd, buf, count));
-}
-
-ssize_t marcel_write(int fd, const void *buf, size_t count)
-{
-	MA_IN_SECTION(ssize_t, write(fd, buf, count));
-}
-
-int marcel_close(int fd)
-{
-	MA_IN_SECTION(int, close(fd));
-}
-
-off_t marcel_lseek(int fd, off_t offset, int whence)
-{
-	MA_IN_SECTION(off_t, lseek(fd, offset, whence));
-}
-
-int marcel_fsync(int fd)
-{
-	MA_IN_SECTION(int, fsync(fd));
 }

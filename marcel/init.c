@@ -169,10 +169,32 @@ int marcel_set_processors_shared(int shared)
 	return 0;
 }
 
+/* The program's own marcel_init once the runtime started before main (ma_auto_init):
+ * the call it was written to make succeeds; its --marcel-* arguments come too late to
+ * apply, so they are taken out of argv (as always) and said to be ignored. */
+static int ma_init_claim(int *argc, char **argv)
+{
+	ma_rt.auto_claimed = 1;
+	int before = argc ? *argc : 0;
+	struct ma_options *late = malloc(sizeof(*late));
+	if (!late)
+		return ENOMEM;
+	int e = ma_options_parse(late, argc, argv);
+	free(late);
+	if (!e && argc && *argc != before)
+		fprintf(stderr, "marcel: the runtime started before main (<marcel/pthread.h> with "
+				"MARCEL_PTHREAD_AUTO): --marcel-* arguments are ignored; set the MARCEL_* "
+				"variables instead\n");
+	return e;
+}
+
 int marcel_init(int *argc, char **argv)
 {
-	if (ma_rt.running)
+	if (ma_rt.running) {
+		if (ma_rt.auto_started && !ma_rt.auto_claimed && ma_task_self() == ma_rt.main_task)
+			return ma_init_claim(argc, argv);
 		return EBUSY;
+	}
 	memset(&ma_rt, 0, sizeof(ma_rt));
 	ma_runtime_gen++;
 	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -393,4 +415,23 @@ void ma_end(int all)
 void marcel_end(void)
 {
 	ma_end(0);
+}
+
+/* Defined (weak, in every file) by <marcel/pthread.h> when MARCEL_PTHREAD_AUTO is set, as
+ * the marcel-pthread pkg-config module does: the runtime then starts before main, so a
+ * program that never calls marcel_init, or a file that made threads before it did, still
+ * runs on marcel. */
+extern const int marcel_pthread_auto __attribute__((weak));
+
+__attribute__((constructor)) static void ma_auto_init(void)
+{
+	if (!&marcel_pthread_auto || ma_rt.running)
+		return;
+	int e = marcel_init(NULL, NULL);
+	if (e) {
+		/* What was wrong is on stderr already (a bad MARCEL_* variable, say). */
+		fprintf(stderr, "marcel: cannot start the runtime before main: %s\n", strerror(e));
+		exit(2);
+	}
+	ma_rt.auto_started = 1;
 }

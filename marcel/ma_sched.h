@@ -359,6 +359,9 @@ struct ma_runtime {
 	 * before nb_exited, so that created - exited - posix_live never misses a thread
 	 * marcel_end must wait for. */
 	atomic_long posix_live;
+	/* Started before main by <marcel/pthread.h>'s automatic mode, and whether the
+	 * program's own marcel_init has been taken as its start since (init.c). */
+	int auto_started, auto_claimed;
 	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
 	 * marcel threads. */
 	/* ma_estimate_begin for callers that are not workers: one at a time. */

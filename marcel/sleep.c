@@ -1,9 +1,12 @@
 /*
  * Sleeping: a marcel thread arms a timer on its worker's heap and blocks; the worker
  * fires it when due (timer.c) and runs other threads meanwhile. A kernel thread that is
- * not a marcel thread just sleeps in the kernel.
+ * not a marcel thread (or a marcel thread inside a blocking section, which has a kernel
+ * thread of its own) just sleeps in the kernel; the POSIX-named calls then are the C
+ * library's, signals and EINTR included, since such a thread can be interrupted.
  */
 #include <limits.h>
+#include <unistd.h>
 #include "ma_sync.h"
 
 struct ma_sleeper {
@@ -43,6 +46,13 @@ static void ma_sleep_ns(uint64_t ns)
 	ma_sleep_until(ma_deadline_in(ns));
 }
 
+/* A valid relative timespec in nanoseconds; beyond some 290 years, as good as forever. */
+static uint64_t ma_timespec_ns(const struct timespec *ts)
+{
+	uint64_t sec = (uint64_t)ts->tv_sec;
+	return sec >= UINT64_MAX / 1000000000u / 2 ? UINT64_MAX / 2 : sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
 int marcel_usleep(unsigned long usec)
 {
 	ma_sleep_ns(usec > UINT64_MAX / 1000 ? UINT64_MAX / 1000 : (uint64_t)usec * 1000);
@@ -51,13 +61,18 @@ int marcel_usleep(unsigned long usec)
 
 int marcel_nanosleep(const struct timespec *req, struct timespec *rem)
 {
+	if (!ma_worker_self()) {
+		/* The C library's, for its EINTR; rem zeroed on success as for marcel threads. */
+		int r = nanosleep(req, rem);
+		if (r == 0 && rem)
+			rem->tv_sec = rem->tv_nsec = 0;
+		return r;
+	}
 	if (!req || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L || req->tv_sec < 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	uint64_t sec = (uint64_t)req->tv_sec;
-	ma_sleep_ns(sec >= UINT64_MAX / 1000000000u / 2 ? UINT64_MAX / 2
-						       : sec * 1000000000u + (uint64_t)req->tv_nsec);
+	ma_sleep_ns(ma_timespec_ns(req));
 	if (rem)
 		rem->tv_sec = rem->tv_nsec = 0;
 	return 0;
@@ -70,6 +85,42 @@ void marcel_delay(unsigned long ms)
 
 unsigned marcel_sleep(unsigned sec)
 {
+	if (!ma_worker_self())
+		return sleep(sec);
 	ma_sleep_ns((uint64_t)sec * 1000000000u);
+	return 0;
+}
+
+int marcel_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+	if (!ma_worker_self()) {
+		int r = clock_nanosleep(clock, flags, req, rem);
+		if (r == 0 && rem && !(flags & TIMER_ABSTIME))
+			rem->tv_sec = rem->tv_nsec = 0;
+		return r;
+	}
+	if ((flags & ~TIMER_ABSTIME) || !req || req->tv_sec < 0 || req->tv_nsec < 0 ||
+	    req->tv_nsec >= 1000000000L)
+		return EINVAL;
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) {
+		/* A clock the kernel knows (a CPU-time clock, CLOCK_BOOTTIME...) is one the
+		 * worker's timers, which run on CLOCK_MONOTONIC, cannot follow. Asking the
+		 * kernel must not leave errno changed: this call reports by its result. */
+		int saved = errno;
+		int known = clock_getres(clock, NULL) == 0;
+		errno = saved;
+		return known ? ENOTSUP : EINVAL;
+	}
+	if (!(flags & TIMER_ABSTIME)) {
+		ma_sleep_ns(ma_timespec_ns(req));
+		if (rem)
+			rem->tv_sec = rem->tv_nsec = 0;
+		return 0;
+	}
+	uint64_t deadline;
+	int err = ma_deadline_from_abs(clock, req, &deadline);
+	if (err)
+		return err;
+	ma_sleep_until(deadline);
 	return 0;
 }

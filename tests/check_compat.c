@@ -59,20 +59,6 @@ static int wait_for(atomic_int *flag, int v, unsigned timeout_ms)
 	return 1;
 }
 
-/* errno through a call the compiler cannot see into: glibc declares __errno_location()
- * const, so in one function the compiler may keep the address it got before a call that
- * moved the thread to another worker, and read the errno of the kernel thread it left. */
-static __attribute__((noinline)) int get_errno(void)
-{
-	__asm__ volatile("" ::: "memory");
-	return errno;
-}
-
-static __attribute__((noinline)) void set_errno(int e)
-{
-	__asm__ volatile("" ::: "memory");
-	errno = e;
-}
 
 static void *in_pthread(void *(*fn)(void *), void *arg)
 {

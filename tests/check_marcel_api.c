@@ -29,17 +29,6 @@
 
 #define I2P(i) ((any_t)(intptr_t)(i))
 
-static __attribute__((noinline)) int get_errno(void)
-{
-	__asm__ volatile("" ::: "memory");
-	return errno;
-}
-
-static __attribute__((noinline)) void set_errno(int e)
-{
-	__asm__ volatile("" ::: "memory");
-	errno = e;
-}
 
 /* ============================================================ sync.h names */
 

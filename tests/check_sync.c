@@ -104,20 +104,6 @@ static int expired(const struct timespec *t0)
 	return us_since(t0) >= LONG_MS * 1000LL;
 }
 
-/* errno through calls the compiler cannot merge (the caveat in marcel/thread.h): glibc
- * declares __errno_location() const, so within one function the compiler may keep the
- * address it returned before a blocking call, and a marcel thread resumed by another
- * kernel thread would then read that one's errno. */
-static __attribute__((noinline)) int get_errno(void)
-{
-	return errno;
-}
-
-static __attribute__((noinline)) void set_errno(int e)
-{
-	errno = e;
-}
-
 /* Lets others run: a marcel yield in a marcel thread, a kernel yield elsewhere. */
 static void pause_briefly(void)
 {

@@ -7,6 +7,7 @@
 #define MA_TEST_H
 
 #include <check.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,21 @@ static inline long ma_test_scale_div(void)
 #define MA_TEST_TSAN 1
 #endif
 #endif
+
+/* errno through calls the compiler cannot see into: glibc declares __errno_location()
+ * const, so in one function the compiler may keep the address it got before a call that
+ * moved the thread to another worker, and read the errno of the kernel thread it left. */
+static __attribute__((noinline, unused)) int get_errno(void)
+{
+	__asm__ volatile("" ::: "memory");
+	return errno;
+}
+
+static __attribute__((noinline, unused)) void set_errno(int e)
+{
+	__asm__ volatile("" ::: "memory");
+	errno = e;
+}
 
 /* Which topology the current suite runs on; set by the fixtures below. */
 static const char *ma_test_topology;

@@ -9,9 +9,24 @@
  *     threads);
  *  2. bracket `main` with `marcel_init(&argc, argv)` and `marcel_end()`.
  *
+ * Or with no source edit at all: build every file with the flags of the `marcel-pthread`
+ * pkg-config module (`pkg-config --cflags --libs marcel-pthread`). They force this header
+ * into every file (`-include marcel/pthread.h`, so no file can miss it and mix the C
+ * library's types with marcel's) and define `MARCEL_PTHREAD_AUTO`, with which the runtime
+ * starts before `main` (configured by the `MARCEL_*` variables); a `marcel_init` the
+ * program makes anyway then succeeds without starting anything, and `marcel_end` need not
+ * be called.
+ *
+ * Threads made by `pthread_create` have the lifetime of POSIX threads
+ * (marcel_create_posix()): `marcel_end` does not wait for them, as a process does not wait
+ * for its threads when `main` returns; `pthread_exit` from `main` does wait for them.
+ *
  * How it works: this header first includes the system `<pthread.h>` (and `<signal.h>`,
- * `<sched.h>`, `<limits.h>`), so the C library's declarations are out of the way even
- * when another system header pulled them in already, then defines every mapped
+ * `<sched.h>`, `<limits.h>`, `<time.h>`, `<unistd.h>`, `<poll.h>`, `<sys/select.h>`,
+ * `<sys/socket.h>`, `<sys/wait.h>`; in C++ also `<mutex>`, `<condition_variable>`,
+ * `<thread>`, `<shared_mutex>`), so the C library's declarations, and the C++ library's
+ * inline code built on the pthread types, are out of the way even when another header
+ * pulled them in already or comes later, then defines every mapped
  * `pthread_*` name, type and constant as a macro naming its marcel equivalent
  * (`pthread_mutex_t` becomes ::marcel_mutex_t, `pthread_mutex_lock` becomes
  * marcel_mutex_lock(), `PTHREAD_MUTEX_INITIALIZER` becomes ::MARCEL_MUTEX_INITIALIZER).
@@ -45,18 +60,22 @@
  *  - `pthread_cleanup_push`/`pop` are mapped to a plain block that runs the handler when
  *    `pthread_cleanup_pop(1)` is reached; the handlers do not run at pthread_exit().
  *  - `pthread_atfork` and `fork` without an immediate `exec`.
- *  - C++ threads (`std::thread`, `std::mutex`): they stay kernel-level. In C++, include
- *    this header after the standard C++ headers, which use the pthread types.
+ *  - C++ threads (`std::thread`, `std::mutex`, `std::condition_variable`): they stay
+ *    kernel-level. The header may come before or after the standard C++ headers: in C++
+ *    it parses the ones that use the pthread types first (see the comment at its top).
  *
  * Any other `pthread_*` function keeps its C library meaning; the ones that take a
  * mapped type then draw an incompatible-pointer diagnostic, which is the cue to port
  * that call by hand.
  *
- * Two things no header can map: a call that blocks in the kernel (`read` on a pipe,
- * `sleep`, `accept`) blocks every thread of its worker, so use marcel_read(),
- * marcel_usleep() or marcel_enter_blocking_section(); and since scheduling is
- * cooperative, a busy-wait loop must call `sched_yield()` or it may never let the
- * thread it waits for run.
+ * Calls that block in the kernel would block every thread of the worker. The sleeps
+ * (`sleep`, `usleep`, `nanosleep`, `clock_nanosleep`) are mapped onto marcel's timers,
+ * and the calls that exist to wait (`poll`, `ppoll`, `select`, `pselect`, `accept`,
+ * `accept4`, `pause`, `sigwait`, `sigwaitinfo`, `sigtimedwait`, `sigsuspend`,
+ * `waitpid`) onto blocking sections (@ref marcel_pthread_blocking). `read`, `write`,
+ * `recv`, `send`, `connect`, `wait` are not: use marcel_read(), marcel_recv()... where
+ * they may wait. Since scheduling is cooperative, a busy-wait loop must call
+ * `sched_yield()` or sleep, or it may never let the thread it waits for run.
  */
 #ifndef MARCEL_PTHREAD_H
 #define MARCEL_PTHREAD_H
@@ -68,7 +87,33 @@
 #include <signal.h>
 #include <limits.h>
 #include <errno.h>
+#include <time.h>
+#include <unistd.h>
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <marcel.h>
+
+#ifdef __cplusplus
+/* The C++ library builds std::mutex, std::condition_variable, std::thread, std::call_once,
+ * std::shared_mutex and the reference counts of <ios> (libstdc++'s gthread layer,
+ * libc++'s threading support) from the C library's pthread types and calls, in inline
+ * code of its headers. Parsed after the macros below, that code would take marcel's types,
+ * of another size, while the compiled library keeps the C library's: the program then
+ * crashes or hangs with no diagnostic. Parsed now, it is immune: their include guards
+ * make the program's own inclusions of them no-ops, whatever the order. */
+#if __cplusplus >= 201103L
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#if __cplusplus >= 201402L
+#include <shared_mutex>
+#endif
+#else
+#include <ios>
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -235,9 +280,57 @@ static inline int marcel_pthread_yield(void)
 
 /** @} */
 
+/** @defgroup marcel_pthread_blocking Sleeping and blocking calls
+ * A call that blocks in the kernel would block every thread of the caller's worker.
+ * The sleeps become marcel sleeps (the thread waits on a timer of its worker, which runs
+ * other threads meanwhile); the calls that exist to wait run inside a blocking section
+ * (marcel_enter_blocking_section(): the worker goes on with a spare kernel thread).
+ * These are function-like macros, so only calls are rewritten, not `&sleep` or a
+ * declaration; a program whose own functions or members have one of these names
+ * (`obj.poll()`, `acceptor.accept()`) can `#undef` that name after the include.
+ *
+ * Outside a marcel thread (before marcel_init(), in a kernel thread of the program's own,
+ * or inside a blocking section) each call is the C library's, with its signals and EINTR.
+ * A marcel thread on a VP is not interrupted by signals: its sleeps return 0 and set
+ * `rem` to zero.
+ *
+ * Not mapped, since they rarely wait and are common member names: `read`, `write`,
+ * `readv`, `writev`, `recv`, `recvfrom`, `recvmsg`, `send`, `sendto`, `sendmsg`,
+ * `connect`, `wait`; call marcel_read(), marcel_recv()... (`<marcel/blocking.h>`) where
+ * they may wait (a pipe, a socket).
+ * @{ */
+
+/** `usleep()`, through marcel_nanosleep() (`usleep` itself is not declared in strict
+ * POSIX modes): in a marcel thread on a VP it returns 0, and any @p usec is accepted, as
+ * glibc does (POSIX.1-2001 allowed EINVAL from 1000000 on; later editions dropped the
+ * call). Elsewhere the kernel sleeps, -1 with EINTR when a handled signal interrupts it. */
+static inline int marcel_pthread_usleep(unsigned long usec)
+{
+	struct timespec ts = { (time_t)(usec / 1000000u), (long)(usec % 1000000u) * 1000 };
+	return marcel_nanosleep(&ts, NULL);
+}
+
+#define sleep(sec) marcel_sleep(sec)                 /**< marcel_sleep(): 0 (the C library's sleep() outside a marcel thread) */
+#define usleep(usec) marcel_pthread_usleep(usec)     /**< marcel_pthread_usleep() */
+#define nanosleep(req, rem) marcel_nanosleep(req, rem) /**< marcel_nanosleep(): 0, or -1 and EINVAL for a malformed @p req */
+#define clock_nanosleep(clock, flags, req, rem) marcel_clock_nanosleep(clock, flags, req, rem) /**< marcel_clock_nanosleep() */
+#define poll(fds, nfds, timeout) marcel_poll(fds, nfds, timeout) /**< marcel_poll() */
+#define ppoll(fds, nfds, timeout, sigmask) marcel_ppoll(fds, nfds, timeout, sigmask) /**< marcel_ppoll() */
+#define select(nfds, r, w, e, timeout) marcel_select(nfds, r, w, e, timeout) /**< marcel_select() */
+#define pselect(nfds, r, w, e, timeout, sigmask) marcel_pselect(nfds, r, w, e, timeout, sigmask) /**< marcel_pselect() */
+#define accept(fd, addr, addrlen) marcel_accept(fd, addr, addrlen) /**< marcel_accept() */
+#define accept4(fd, addr, addrlen, flags) marcel_accept4(fd, addr, addrlen, flags) /**< marcel_accept4() */
+#define pause() marcel_pause()                       /**< marcel_pause() (the signal may go to another kernel thread: prefer sigwait) */
+#define sigwait(set, sig) marcel_sigwait(set, sig)   /**< marcel_sigwait() (block the signals before marcel_init()) */
+#define sigwaitinfo(set, info) marcel_sigwaitinfo(set, info) /**< marcel_sigwaitinfo() */
+#define sigtimedwait(set, info, timeout) marcel_sigtimedwait(set, info, timeout) /**< marcel_sigtimedwait() */
+#define sigsuspend(mask) marcel_sigsuspend(mask)     /**< marcel_sigsuspend() */
+#define waitpid(pid, status, options) marcel_waitpid(pid, status, options) /**< marcel_waitpid() */
+/** @} */
+
 /** @defgroup marcel_pthread_threads Threads and their attributes
  * @{ */
-#define pthread_create marcel_create               /**< marcel_create(); a thread created this way is a marcel thread */
+#define pthread_create marcel_create_posix         /**< marcel_create_posix(): a marcel thread that marcel_end() does not wait for */
 #define pthread_join marcel_join                   /**< marcel_join() */
 #define pthread_detach marcel_detach               /**< marcel_detach() */
 #define pthread_exit marcel_exit                   /**< marcel_exit(); from `main` it ends the program after the other threads, as marcel_end() */
@@ -392,6 +485,10 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_setaffinity_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_getaffinity_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_getcpuclockid);
 MARCEL_PTHREAD_UNMAPPED_(pthread_getattr_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_getattr_default_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_setattr_default_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_setsigmask_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_attr_getsigmask_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_tryjoin_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_timedjoin_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_clockjoin_np);
@@ -416,6 +513,9 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getprioceiling);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_setrobust);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getrobust);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_consistent);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_consistent_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_setrobust_np);
+MARCEL_PTHREAD_UNMAPPED_(pthread_mutexattr_getrobust_np);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_setprioceiling);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_getprioceiling);
 MARCEL_PTHREAD_UNMAPPED_(pthread_mutex_clocklock);
@@ -442,6 +542,10 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
 #define pthread_getaffinity_np(...) marcel_pthread_unmapped_pthread_getaffinity_np() /**< no equivalent */
 #define pthread_getcpuclockid(...) marcel_pthread_unmapped_pthread_getcpuclockid()   /**< no per-ULT CPU clock */
 #define pthread_getattr_np(...) marcel_pthread_unmapped_pthread_getattr_np()         /**< no equivalent */
+#define pthread_getattr_default_np(...) marcel_pthread_unmapped_pthread_getattr_default_np() /**< defaults come from the `MARCEL_*` settings */
+#define pthread_setattr_default_np(...) marcel_pthread_unmapped_pthread_setattr_default_np() /**< defaults come from the `MARCEL_*` settings */
+#define pthread_attr_setsigmask_np(...) marcel_pthread_unmapped_pthread_attr_setsigmask_np() /**< marcel threads run with their worker's mask */
+#define pthread_attr_getsigmask_np(...) marcel_pthread_unmapped_pthread_attr_getsigmask_np() /**< marcel threads run with their worker's mask */
 #define pthread_tryjoin_np(...) marcel_pthread_unmapped_pthread_tryjoin_np()         /**< no equivalent */
 #define pthread_timedjoin_np(...) marcel_pthread_unmapped_pthread_timedjoin_np()     /**< no equivalent */
 #define pthread_clockjoin_np(...) marcel_pthread_unmapped_pthread_clockjoin_np()     /**< no equivalent */
@@ -466,6 +570,9 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
 #define pthread_mutexattr_setrobust(...) marcel_pthread_unmapped_pthread_mutexattr_setrobust() /**< no robust mutexes */
 #define pthread_mutexattr_getrobust(...) marcel_pthread_unmapped_pthread_mutexattr_getrobust() /**< no robust mutexes */
 #define pthread_mutex_consistent(...) marcel_pthread_unmapped_pthread_mutex_consistent()       /**< no robust mutexes */
+#define pthread_mutex_consistent_np(...) marcel_pthread_unmapped_pthread_mutex_consistent_np() /**< no robust mutexes */
+#define pthread_mutexattr_setrobust_np(...) marcel_pthread_unmapped_pthread_mutexattr_setrobust_np() /**< no robust mutexes */
+#define pthread_mutexattr_getrobust_np(...) marcel_pthread_unmapped_pthread_mutexattr_getrobust_np() /**< no robust mutexes */
 #define pthread_mutex_setprioceiling(...) marcel_pthread_unmapped_pthread_mutex_setprioceiling() /**< no priority protocols */
 #define pthread_mutex_getprioceiling(...) marcel_pthread_unmapped_pthread_mutex_getprioceiling() /**< no priority protocols */
 #define pthread_mutex_clocklock(...) marcel_pthread_unmapped_pthread_mutex_clocklock()   /**< use pthread_mutex_timedlock() */
@@ -509,6 +616,13 @@ static inline int marcel_pthread_sem_destroy(marcel_sem_t *s)
 /** @} */
 
 /** @} */
+
+#ifdef MARCEL_PTHREAD_AUTO
+/** Defined (weak, so in every file that includes this header) when `MARCEL_PTHREAD_AUTO`
+ * is: libmarcel then starts the runtime before `main`. */
+__attribute__((weak)) extern const int marcel_pthread_auto;
+__attribute__((weak)) const int marcel_pthread_auto = 1;
+#endif
 
 #ifdef __cplusplus
 }
