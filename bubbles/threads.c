@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include "ma_bubble.h"
+#include "ma_trace.h"
 
 static const char *ma_state_name(int st)
 {
@@ -50,12 +51,12 @@ void ma_print_thread(FILE *out, struct marcel_task *t)
 				     "a woken bubble to start it");
 		else if (!woken)
 			fprintf(out, "; starts when its bubble %llu is woken (marcel_wake_up_bubble)",
-				(unsigned long long)b->uid);
+				(unsigned long long)(b->uid & ~MA_TRACE_BUBBLE_TAG));
 		else
 			fprintf(out, "; its bubble %llu is woken but one above it is not",
-				(unsigned long long)b->uid);
+				(unsigned long long)(b->uid & ~MA_TRACE_BUBBLE_TAG));
 	} else if (b && b != ma_root_bubble && !b->implicit) {
-		fprintf(out, ", in bubble %llu", (unsigned long long)b->uid);
+		fprintf(out, ", in bubble %llu", (unsigned long long)(b->uid & ~MA_TRACE_BUBBLE_TAG));
 	}
 	fputc('\n', out);
 }

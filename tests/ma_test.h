@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,57 @@ static inline any_t ma_test_set_flag(any_t arg)
 	return NULL;
 }
 
+/* The watchdog: a test that hangs is killed by Check at its time limit and reported as
+ * "Test timeout expired", which says nothing of why. A second before that, SIGALRM makes
+ * the test print the state of every marcel thread (marcel_print_threads), so that the
+ * log names what waits for what. Check's limit for each test case, as given to
+ * ma_test_add_one (scaled by CK_TIMEOUT_MULTIPLIER as Check does), is looked up by the
+ * case's name in the test's own process. */
+#define MA_TEST_MAX_CASES 128
+static struct {
+	const char *name;
+	double limit_s;
+} ma_test_limits[MA_TEST_MAX_CASES];
+static unsigned ma_test_nb_limits;
+
+static void ma_test_watchdog_fire(int sig)
+{
+	(void)sig;
+	/* Not async-signal-safe, knowingly: the process is about to be killed, and a
+	 * report that cannot be printed (a lock held by the interrupted thread) costs
+	 * nothing more than the missing report did. */
+	static const char head[] = "\nma_test: this test is about to time out; marcel's threads:\n";
+	if (write(STDERR_FILENO, head, sizeof(head) - 1) < 0)
+		return;
+	if (marcel_print_threads(stderr) == EPERM)
+		fprintf(stderr, "  (the runtime is not running)\n");
+	fflush(stderr);
+}
+
+static void ma_test_watchdog_arm(void)
+{
+	/* Without fork, one process runs every test, and valgrind's pace has no limit. */
+	const char *fork_mode = getenv("CK_FORK");
+	if (fork_mode && !strcmp(fork_mode, "no"))
+		return;
+	const char *tc = tcase_name();
+	double limit = 0;
+	for (unsigned i = 0; tc && i < ma_test_nb_limits; i++)
+		if (!strcmp(ma_test_limits[i].name, tc))
+			limit = ma_test_limits[i].limit_s;
+	if (limit <= 0) {
+		const char *d = getenv("CK_DEFAULT_TIMEOUT");
+		limit = d ? atof(d) : 4;
+	}
+	const char *m = getenv("CK_TIMEOUT_MULTIPLIER");
+	if (m && atof(m) > 0)
+		limit *= atof(m);
+	if (limit < 3)
+		return;
+	signal(SIGALRM, ma_test_watchdog_fire);
+	alarm((unsigned)(limit - 1));
+}
+
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
 typedef void (*ma_test_populate)(TCase *tc);
 
@@ -127,6 +179,11 @@ static inline void ma_test_add_one(Suite *s, const char *name, void (*setup)(voi
 				   ma_test_populate populate, int timeout)
 {
 	TCase *tc = tcase_create(name);
+	if (ma_test_nb_limits < MA_TEST_MAX_CASES) {
+		ma_test_limits[ma_test_nb_limits].name = name;
+		ma_test_limits[ma_test_nb_limits++].limit_s = timeout;
+	}
+	tcase_add_checked_fixture(tc, ma_test_watchdog_arm, NULL);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	populate(tc);
 	if (timeout)
