@@ -86,16 +86,23 @@ int marcel_cond_destroy(marcel_cond_t *c)
 	return ma_wait_leavers(ma_cwaiters(c), ma_cseq(c));
 }
 
+/* A cancellation point (cancel.c): a request pending on entry acts with the mutex held;
+ * one that comes while it waits takes it off the queue, then takes the mutex back before
+ * acting, so the cleanup handlers run with the mutex held (POSIX). */
 static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
 {
 	if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != ma_owner_self())
 		return EPERM;
+	struct marcel_task *self = ma_task_self();
+	ma_cancel_point(self);
 	atomic_fetch_add(ma_cwaiters(c), 1);
 	unsigned seq = atomic_load(ma_cseq(c));
 	unsigned depth = ma_mutex_release_all(m);
-	int e = ma_fwait_u32(ma_cseq(c), seq, deadline);
+	int e = ma_fwait_u32_point(ma_cseq(c), seq, deadline);
 	atomic_fetch_sub(ma_cwaiters(c), 1);
 	ma_mutex_reacquire(m, depth);
+	if (ma_unlikely(e == ECANCELED))
+		ma_cancel_act(self);
 	return e == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 

@@ -10,7 +10,9 @@
  *
  * A queued node lives on the waiter's stack. Its state says who owns it:
  * QUEUED (in the bucket), WOKEN (a waker took it out and will set the waiter's `done`),
- * TIMEDOUT (the timer or the waiter itself took it out). Only the one that takes it out
+ * TIMEDOUT (the timer or the waiter itself took it out), CANCELED (the waiter took itself
+ * out to act on a cancellation request, at a cancellation point: see ma_fwait_point).
+ * Only the one that takes it out
  * of the list may wake it, and the waiter returns only after `done`, or after taking
  * itself out -- so no one touches a node after its owner returned.
  */
@@ -20,7 +22,7 @@
 
 #define MA_FBUCKETS 256
 
-enum { MA_FN_QUEUED, MA_FN_WOKEN, MA_FN_TIMEDOUT };
+enum { MA_FN_QUEUED, MA_FN_WOKEN, MA_FN_TIMEDOUT, MA_FN_CANCELED };
 
 struct ma_fnode {
 	struct ma_list link;
@@ -134,7 +136,30 @@ static void ma_fnode_timeout(struct ma_timer *t)
 		ma_waiter_wake(&n->w);
 }
 
-int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg, uint64_t deadline)
+/* The waiter of n, at a cancellation point, saw a request instead of a wake-up: takes n
+ * out as a timeout would and returns ECANCELED; or, if a waker or the timer took it out
+ * first, waits for that wake-up (on its way) and returns 0: the wait then ends for its
+ * own reason, and the request waits for the next point (POSIX: a canceled waiter must not
+ * consume a wake-up meant for another). */
+static int ma_fnode_cancel(struct ma_fnode *n)
+{
+	struct ma_fbucket *b = n->bucket;
+	ma_spin_lock(&b->lock);
+	int mine = n->state == MA_FN_QUEUED;
+	if (mine) {
+		ma_list_del(&n->link);
+		n->state = MA_FN_CANCELED;
+	}
+	ma_spin_unlock(&b->lock);
+	if (mine)
+		return ECANCELED;
+	ma_waiter_wait(&n->w);
+	return 0;
+}
+
+/* ma_fwait's body; point: at a cancellation point (a constant, folded away). */
+static inline __attribute__((always_inline)) int
+ma_fwait_in(const void *key, int (*blocking)(const void *arg), const void *arg, uint64_t deadline, int point)
 {
 	struct ma_fbucket *b = ma_fbucket_of(key);
 	struct ma_fnode n;
@@ -156,8 +181,11 @@ int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg,
 	ma_spin_unlock(&b->lock);
 
 	if (deadline == MA_NO_DEADLINE) {
-		ma_waiter_wait(&n.w);
-		return 0;
+		if (!point) {
+			ma_waiter_wait(&n.w);
+			return 0;
+		}
+		return ma_likely(ma_waiter_wait_point(&n.w) == 0) ? 0 : ma_fnode_cancel(&n);
 	}
 	if (!n.w.task) {
 		if (ma_waiter_wait_foreign_until(&n.w, deadline) == ETIMEDOUT) {
@@ -176,11 +204,28 @@ int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg,
 		return 0;
 	}
 	ma_timer_arm(ma_worker_self(), &n.timer, deadline, ma_fnode_timeout);
-	ma_waiter_wait(&n.w);
+	int canceled = 0;
+	if (!point)
+		ma_waiter_wait(&n.w);
+	else if (ma_unlikely(ma_waiter_wait_point(&n.w) != 0))
+		canceled = ma_fnode_cancel(&n) != 0;
+	/* Taken out by us, the callback finds the node not queued and leaves it. */
 	ma_timer_cancel(&n.timer);
+	if (canceled)
+		return ECANCELED;
 	/* Both wakers write state under the bucket lock before setting `done`, which we
 	 * read with acquire: no lock needed to read it now. */
 	return n.state == MA_FN_TIMEDOUT ? ETIMEDOUT : 0;
+}
+
+int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg, uint64_t deadline)
+{
+	return ma_fwait_in(key, blocking, arg, deadline, 0);
+}
+
+int ma_fwait_point(const void *key, int (*blocking)(const void *arg), const void *arg, uint64_t deadline)
+{
+	return ma_fwait_in(key, blocking, arg, deadline, 1);
 }
 
 struct ma_u32_check {
@@ -198,6 +243,12 @@ int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline)
 {
 	struct ma_u32_check c = { addr, val };
 	return ma_fwait(addr, ma_u32_check, &c, deadline);
+}
+
+int ma_fwait_u32_point(const void *addr, unsigned val, uint64_t deadline)
+{
+	struct ma_u32_check c = { addr, val };
+	return ma_fwait_point(addr, ma_u32_check, &c, deadline);
 }
 
 unsigned ma_fwake(const void *key, unsigned n)

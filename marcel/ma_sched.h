@@ -136,10 +136,20 @@ struct marcel_task {
 	atomic_int wake_pending;
 	atomic_int state;
 	atomic_int suspend_req;           /* marcel_suspend asked (read on every yield) */
+	/* Cancellation (cancel.c): MA_CANCEL_* bits. REQ is set by marcel_cancel from any
+	 * thread, the others by the thread itself; all with read-modify-writes. Reset at
+	 * creation. */
+	atomic_uint cancel;
+	/* Set by the thread itself while it waits at a cancellation point
+	 * (ma_waiter_wait_point): only then does marcel_cancel wake it. 0 outside. */
+	atomic_int at_point;
 	enum ma_post post;
 	marcel_func_t func;
 	any_t arg;
 	any_t retval;
+	/* The innermost cleanup handler (cancel.c), written by the thread only. Reset at
+	 * creation: a function that returned inside a push/pop block leaves it stale. */
+	struct marcel_cleanup_buffer *cleanup;
 	void *stack_base;                 /* lowest usable byte; NULL until first run */
 	size_t stack_size;                /* requested size; the stack is bound at first run */
 	uint64_t fpctl;                   /* FP control state inherited from the creator */
@@ -518,6 +528,36 @@ static inline void ma_waiter_init(struct ma_waiter *wt)
 /* Blocks until ma_waiter_wake has been called on wt (at once if it already was). A waiter
  * is one-shot: initialise it again for the next wait. */
 void ma_waiter_wait(struct ma_waiter *wt) MA_HIDDEN;
+
+/* ---- cancel.c ---- */
+#define MA_CANCEL_REQ 1u       /* marcel_cancel asked */
+#define MA_CANCEL_DISABLED 2u  /* MARCEL_CANCEL_DISABLE: requests wait */
+#define MA_CANCEL_ASYNC 4u     /* MARCEL_CANCEL_ASYNCHRONOUS (acted on as deferred) */
+#define MA_CANCEL_ENDING 8u    /* running its cleanup handlers or key destructors at its end */
+/* Whether t, the caller, must act on a cancellation request now. Sequentially
+ * consistent: ma_waiter_wait_point's check after publishing BLOCKED pairs with
+ * marcel_cancel's read of the state after setting REQ. */
+static inline int ma_cancel_due(struct marcel_task *t)
+{
+	return (atomic_load(&t->cancel) & (MA_CANCEL_REQ | MA_CANCEL_DISABLED | MA_CANCEL_ENDING)) == MA_CANCEL_REQ;
+}
+/* Acts on the caller's request: cleanup handlers, key destructors, end with result
+ * MARCEL_CANCELED. The caller has undone every registration of its wait. */
+_Noreturn void ma_cancel_act(struct marcel_task *self) MA_HIDDEN;
+/* A cancellation point's entry check: self (the caller, or NULL if it is not a marcel
+ * thread on a VP) ends here if a request is due. */
+static inline void ma_cancel_point(struct marcel_task *self)
+{
+	if (ma_unlikely(self != NULL && ma_cancel_due(self)))
+		ma_cancel_act(self);
+}
+/* ma_waiter_wait at a cancellation point: returns 0 once woken, or ECANCELED (wt not
+ * woken, the caller RUNNING) if a cancellation request became due first. The caller
+ * then takes its waiter out of wherever it published it, or, if a waker got there
+ * first, waits for that wake-up with ma_waiter_wait and completes normally. */
+int ma_waiter_wait_point(struct ma_waiter *wt) MA_HIDDEN;
+/* Runs the caller's cleanup handlers, innermost first (marcel_exit). */
+void ma_cleanup_run(struct marcel_task *self) MA_HIDDEN;
 void ma_waiter_wake(struct ma_waiter *wt) MA_HIDDEN;
 /* Wakes wt on behalf of a task about to leave worker w: if the waiter is a blocked task
  * that w may run, claims it and returns it for a direct switch instead of queuing it. */

@@ -121,8 +121,16 @@ static inline void ma_timers_poll(struct ma_worker *w)
  * must take first (barriers). */
 int ma_fwait(const void *key, int (*blocking)(const void *arg), const void *arg,
 	     uint64_t deadline) MA_HIDDEN;
+/* ma_fwait at a cancellation point (cancel.c): also returns ECANCELED when a
+ * cancellation request became due while it waited; it has then taken itself off the
+ * queue and the caller acts on the request (ma_cancel_act) once it has undone the rest
+ * of its wait. A wake-up that came first wins: the request then waits for the next point. */
+int ma_fwait_point(const void *key, int (*blocking)(const void *arg), const void *arg,
+		   uint64_t deadline) MA_HIDDEN;
 /* ma_fwait on a 32-bit word: blocks while *addr == val. */
 int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline) MA_HIDDEN;
+/* The same at a cancellation point (see ma_fwait_point). */
+int ma_fwait_u32_point(const void *addr, unsigned val, uint64_t deadline) MA_HIDDEN;
 /* Wakes up to n waiters of key, oldest first; returns how many. */
 unsigned ma_fwake(const void *key, unsigned n) MA_HIDDEN;
 /* Whether a thread is blocked on key. */

@@ -207,12 +207,21 @@ struct marcel_task *ma_carrier_switch(struct marcel_task *self, struct marcel_ta
 	return from;
 }
 
+static _Noreturn void ma_exit_self(struct ma_worker *w, struct marcel_task *cur, any_t retval);
+
 void ma_task_entry(void *from, void *arg)
 {
 	struct marcel_task *self = arg;
 	struct ma_worker *w = ma_after_switch(self, from);
 	*w->errno_loc = 0;
-	marcel_exit(self->func(self->arg));
+	/* Canceled before it started: it ends here, its function never called (nothing of
+	 * it can be pending yet: no handler, no key, no disabled state). */
+	if (ma_unlikely(atomic_load_explicit(&self->cancel, memory_order_relaxed) & MA_CANCEL_REQ))
+		ma_exit_self(w, self, MARCEL_CANCELED);
+	/* Not marcel_exit: returning runs no cleanup handler (POSIX leaves returning from
+	 * inside a push/pop block undefined; its buffers are gone with the frames). */
+	any_t retval = self->func(self->arg);
+	ma_exit_self(ma_worker_self(), self, retval);
 }
 
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
@@ -463,9 +472,12 @@ int marcel_yield_to(marcel_t t)
 void ma_task_finish(struct marcel_task *t, any_t retval)
 {
 	t->retval = retval;
-	/* Destructors run as the thread itself: they may use any marcel call. */
-	if (t->specific)
+	/* Destructors run as the thread itself: they may use any marcel call, but no
+	 * cancellation point in them acts (cancel.c). */
+	if (t->specific) {
+		atomic_fetch_or(&t->cancel, MA_CANCEL_ENDING);
 		ma_keys_exit(t);
+	}
 	ma_bubble_task_exit(t);
 	MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
 	atomic_store_explicit(&t->state, MA_TASK_DEAD, memory_order_relaxed);
@@ -485,6 +497,17 @@ void marcel_exit(any_t retval)
 		abort();
 	}
 	struct marcel_task *cur = w->current;
+	if (ma_unlikely(cur->cleanup != NULL)) {
+		/* They may block: the thread may be on another worker afterwards. */
+		ma_cleanup_run(cur);
+		w = ma_worker_self();
+	}
+	ma_exit_self(w, cur, retval);
+}
+
+/* The end of thread cur, running on w (cleanup handlers done, if any). */
+static _Noreturn void ma_exit_self(struct ma_worker *w, struct marcel_task *cur, any_t retval)
+{
 	if (cur->is_main) {
 		ma_end(1);
 		exit(0);

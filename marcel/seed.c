@@ -146,8 +146,12 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
  * use, a third of its instructions. */
 static __attribute__((noinline)) any_t ma_seed_call(struct marcel_task *t, struct ma_seed_run *run)
 {
-	if (ma_unwind_set(run->exit) == 0)
+	if (ma_unwind_set(run->exit) == 0) {
+		/* Canceled before it started: it ends at once, as ma_task_entry does. */
+		if (ma_unlikely(atomic_load_explicit(&t->cancel, memory_order_relaxed) & MA_CANCEL_REQ))
+			return MARCEL_CANCELED;
 		return t->func(t->arg);
+	}
 	return run->retval;
 }
 

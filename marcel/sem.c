@@ -27,19 +27,35 @@ static int ma_sem_trytake(marcel_sem_t *s)
 	return 0;
 }
 
-static int ma_sem_take(marcel_sem_t *s, uint64_t deadline)
+/* point: at a cancellation point (sem_wait, sem_timedwait; not Marcel's P): a request
+ * acts on entry, or while it waits, without taking a unit. */
+static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s, uint64_t deadline, int point)
 {
+	if (point)
+		ma_cancel_point(ma_task_self());
 	if (ma_likely(ma_sem_trytake(s)))
 		return 0;
 	for (;;) {
 		atomic_fetch_add(ma_swaiters(s), 1);
-		int e = ma_fwait_u32(ma_sval(s), 0, deadline);
+		int e = point ? ma_fwait_u32_point(ma_sval(s), 0, deadline) : ma_fwait_u32(ma_sval(s), 0, deadline);
 		atomic_fetch_sub(ma_swaiters(s), 1);
+		if (point && ma_unlikely(e == ECANCELED))
+			ma_cancel_act(ma_task_self());
 		if (ma_sem_trytake(s))
 			return 0;
 		if (e == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
+}
+
+static int ma_sem_take(marcel_sem_t *s, uint64_t deadline)
+{
+	return ma_sem_take_in(s, deadline, 0);
+}
+
+static int ma_sem_take_point(marcel_sem_t *s, uint64_t deadline)
+{
+	return ma_sem_take_in(s, deadline, 1);
 }
 
 static int ma_sem_give(marcel_sem_t *s)
@@ -119,7 +135,7 @@ int marcel_sem_wait(marcel_sem_t *s)
 {
 	if (!s)
 		return ma_fail(EINVAL);
-	ma_sem_take(s, MA_NO_DEADLINE);
+	ma_sem_take_point(s, MA_NO_DEADLINE);
 	return 0;
 }
 
@@ -134,12 +150,13 @@ int marcel_sem_timedwait(marcel_sem_t *s, const struct timespec *abstime)
 {
 	if (!s)
 		return ma_fail(EINVAL);
+	ma_cancel_point(ma_task_self());
 	if (ma_sem_trytake(s))
 		return 0;
 	uint64_t deadline;
 	if (ma_deadline_from_abs(CLOCK_REALTIME, abstime, &deadline))
 		return ma_fail(EINVAL);
-	return ma_sem_take(s, deadline) ? ma_fail(ETIMEDOUT) : 0;
+	return ma_sem_take_point(s, deadline) ? ma_fail(ETIMEDOUT) : 0;
 }
 
 int marcel_sem_post(marcel_sem_t *s)

@@ -28,18 +28,26 @@ static void ma_sleep_until(uint64_t deadline)
 			;
 		return;
 	}
+	/* Every sleep is a cancellation point (cancel.c). */
+	ma_cancel_point(w->current);
 	struct ma_sleeper s;
 	ma_waiter_init(&s.w);
 	/* The timer lock's atomic exchange publishes the armed waiter (see ma_sched.h). */
 	ma_timer_arm(w, &s.timer, deadline, ma_sleep_fire);
 	/* The callback reads everything it needs before setting `done` and the heap no
 	 * longer links the timer: once woken, nothing refers to s. */
-	ma_waiter_wait(&s.w);
+	if (ma_unlikely(ma_waiter_wait_point(&s.w) != 0)) {
+		/* Canceled: once the timer is disarmed its callback is not running and never
+		 * will (if it fired already, its wake-up found us running: harmless). */
+		ma_timer_cancel(&s.timer);
+		ma_cancel_act(s.w.task);
+	}
 }
 
 static void ma_sleep_ns(uint64_t ns)
 {
 	if (!ns) {
+		ma_cancel_point(ma_task_self());
 		marcel_yield();
 		return;
 	}

@@ -90,6 +90,9 @@ void *ma_stack_map(size_t size, size_t *mapped)
 		return NULL;
 	}
 	*mapped = len;
+	/* The shadow of a fresh mapping may still hold the poison of stack frames of an
+	 * earlier one at that address (a thread that ended deep in calls, a canceled one). */
+	ma_asan_unpoison((char *)map + ma_rt.page_size, size);
 	return (char *)map + ma_rt.page_size;
 }
 

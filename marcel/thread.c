@@ -141,6 +141,8 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;
+	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+	t->cleanup = NULL;
 	t->stack_size = attr && attr->stacksize ? attr->stacksize : ma_rt.opt.stack_size;
 	t->fpctl = ma_arch_fpctl();
 	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;
@@ -201,12 +203,27 @@ static void ma_wait_off_cpu(struct marcel_task *t)
 		ma_spin_backoff(&rounds);
 }
 
+/* The joiner wt of t was canceled while it waited: takes wt out of t's link and acts on
+ * the request; or, if t ended first (its exit has our waiter and wakes it), waits for
+ * that wake-up and lets the join complete (the request stays pending). */
+static void ma_join_canceled(struct marcel_task *t, struct ma_waiter *wt)
+{
+	/* While we are its joiner nobody else changes the link but its exit (DEAD). */
+	uintptr_t v = (uintptr_t)wt;
+	if (atomic_compare_exchange_strong(&t->link, &v, 0))
+		ma_cancel_act(wt->task);
+	ma_waiter_wait(wt);
+}
+
 int marcel_join(marcel_t t, any_t *status)
 {
 	if (!ma_task_valid(t))
 		return ESRCH;
-	if (t == ma_task_self())
+	struct marcel_task *self = ma_task_self();
+	if (t == self)
 		return EDEADLK;
+	/* A cancellation point (POSIX): a request pending on entry acts before anything. */
+	ma_cancel_point(self);
 	struct ma_waiter wt;
 	ma_waiter_init(&wt);
 	uintptr_t v = atomic_load(&t->link);
@@ -225,8 +242,8 @@ int marcel_join(marcel_t t, any_t *status)
 				ma_print_thread(stderr, t);
 			}
 			/* A seed nobody started yet runs here, on our stack (seed.c). */
-			if (!(t->seed && ma_seed_join(t, &wt)))
-				ma_waiter_wait(&wt);
+			if (!(t->seed && ma_seed_join(t, &wt)) && ma_unlikely(ma_waiter_wait_point(&wt) == ECANCELED))
+				ma_join_canceled(t, &wt);
 			break;
 		}
 	}

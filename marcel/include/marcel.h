@@ -39,6 +39,7 @@
 #include <marcel/vpset.h>
 #include <marcel/attr.h>
 #include <marcel/thread.h>
+#include <marcel/cancel.h>
 #include <marcel/topology.h>
 #include <marcel/sync.h>
 #include <marcel/keys.h>

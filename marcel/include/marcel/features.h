@@ -10,7 +10,6 @@
  * Deliberately left undefined, because the feature does not work (yet):
  *  - `MARCEL_SIGNALS_ENABLED`, `MARCEL_SIGMASK_ENABLED`: no per-thread signal delivery
  *    or masks (`marcel_kill`, `marcel_sigmask`);
- *  - `MARCEL_CLEANUP_ENABLED`: no `marcel_cleanup_push/pop` running at thread exit;
  *  - `MARCEL_FORK_ENABLED`: marcel_fork()'s child may only exec or exit (see
  *    marcel/compat.h), Marcel's child could go on using threads;
  *  - `MARCEL_DEVIATION_ENABLED`, `MARCEL_EXCEPTIONS_ENABLED`, `MARCEL_MIGRATION_ENABLED`,
@@ -35,6 +34,9 @@
 #define MARCEL_KEYS_ENABLED 1
 /** Defined: marcel_once() and ::MARCEL_ONCE_INITIALIZER. */
 #define MARCEL_ONCE_ENABLED 1
+/** Defined: marcel_cleanup_push() and marcel_cleanup_pop(), whose handlers run at
+ * marcel_exit() and at cancellation (marcel/cancel.h). */
+#define MARCEL_CLEANUP_ENABLED 1
 /** Defined: marcel_suspend() and marcel_resume(). */
 #define MARCEL_SUSPEND_ENABLED 1
 /** Defined: blocking sections and the `marcel_read/write/...` calls (marcel/blocking.h). */

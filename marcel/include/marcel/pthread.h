@@ -38,10 +38,12 @@
  * Including this header again after `<semaphore.h>` also works.
  *
  * What is **not** mapped:
- *  - cancellation (`pthread_cancel`), `pthread_kill`, `pthread_sigqueue`: no
- *    equivalent; calling them is a build error (see @ref marcel_pthread_unmapped).
- *    `pthread_setcancelstate`, `pthread_setcanceltype` and `pthread_testcancel` are
- *    accepted and do nothing, since nothing can cancel a marcel thread.
+ *  - `pthread_kill`, `pthread_sigqueue`: no equivalent yet; calling them is a build error
+ *    (see @ref marcel_pthread_unmapped).
+ *  - asynchronous cancellation: `pthread_cancel` is deferred only (marcel_cancel()); a
+ *    thread acts on it at its next cancellation point that marcel provides (join,
+ *    condition and semaphore waits, sleeps, `pthread_testcancel`), not inside `read`,
+ *    `poll` or the other calls run in blocking sections.
  *  - signals: `pthread_sigmask` and `sigaction` act on the worker kernel thread that
  *    happens to run the caller. Block signals before marcel_init() (the workers inherit
  *    the mask) or handle them in a dedicated kernel thread.
@@ -57,8 +59,6 @@
  *    kernel thread, not to the user-level thread, and a thread may move between workers
  *    at any blocking point. Use keys (`pthread_key_create`) instead. `errno` is per
  *    user-level thread.
- *  - `pthread_cleanup_push`/`pop` are mapped to a plain block that runs the handler when
- *    `pthread_cleanup_pop(1)` is reached; the handlers do not run at pthread_exit().
  *  - `pthread_atfork` and `fork` without an immediate `exec`.
  *  - C++ threads (`std::thread`, `std::mutex`, `std::condition_variable`): they stay
  *    kernel-level. The header may come before or after the standard C++ headers: in C++
@@ -242,35 +242,6 @@ static inline int marcel_pthread_getconcurrency(void)
 	return (int)marcel_nbvps();
 }
 
-/** `pthread_setcancelstate()`: nothing can cancel a marcel thread; stores
- * `PTHREAD_CANCEL_ENABLE` in @p oldstate (may be NULL).
- * @return 0; EINVAL for a value other than `PTHREAD_CANCEL_ENABLE/DISABLE`. */
-static inline int marcel_pthread_setcancelstate(int state, int *oldstate)
-{
-	if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
-		return EINVAL;
-	if (oldstate)
-		*oldstate = PTHREAD_CANCEL_ENABLE;
-	return 0;
-}
-
-/** `pthread_setcanceltype()`: as marcel_pthread_setcancelstate(), stores
- * `PTHREAD_CANCEL_DEFERRED` in @p oldtype (may be NULL).
- * @return 0; EINVAL for a value other than `PTHREAD_CANCEL_DEFERRED/ASYNCHRONOUS`. */
-static inline int marcel_pthread_setcanceltype(int type, int *oldtype)
-{
-	if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
-		return EINVAL;
-	if (oldtype)
-		*oldtype = PTHREAD_CANCEL_DEFERRED;
-	return 0;
-}
-
-/** `pthread_testcancel()`: does nothing. */
-static inline void marcel_pthread_testcancel(void)
-{
-}
-
 /** `pthread_yield()` (GNU): marcel_yield(). @return 0. */
 static inline int marcel_pthread_yield(void)
 {
@@ -340,9 +311,24 @@ static inline int marcel_pthread_usleep(unsigned long usec)
 #define pthread_getname_np marcel_getname          /**< marcel_getname() */
 #define pthread_setconcurrency marcel_pthread_setconcurrency /**< marcel_pthread_setconcurrency() */
 #define pthread_getconcurrency marcel_pthread_getconcurrency /**< marcel_pthread_getconcurrency() */
-#define pthread_setcancelstate marcel_pthread_setcancelstate /**< marcel_pthread_setcancelstate() */
-#define pthread_setcanceltype marcel_pthread_setcanceltype   /**< marcel_pthread_setcanceltype() */
-#define pthread_testcancel marcel_pthread_testcancel         /**< marcel_pthread_testcancel() */
+#define pthread_cancel marcel_cancel                 /**< marcel_cancel() (deferred) */
+#define pthread_setcancelstate marcel_setcancelstate /**< marcel_setcancelstate() */
+#define pthread_setcanceltype marcel_setcanceltype   /**< marcel_setcanceltype() */
+#define pthread_testcancel marcel_testcancel         /**< marcel_testcancel() */
+#undef PTHREAD_CANCELED
+#define PTHREAD_CANCELED MARCEL_CANCELED             /**< ::MARCEL_CANCELED, `(void *)-1` as glibc's */
+/** @cond MARCEL_PTHREAD_PRIVATE */
+/* PTHREAD_CANCEL_ENABLE and the others stay the C library's: marcel's have their values. */
+#define MARCEL_PTHREAD_CANCEL_VALUES_                                                      \
+	(PTHREAD_CANCEL_ENABLE == MARCEL_CANCEL_ENABLE && PTHREAD_CANCEL_DISABLE == MARCEL_CANCEL_DISABLE && \
+	 PTHREAD_CANCEL_DEFERRED == MARCEL_CANCEL_DEFERRED &&                                \
+	 PTHREAD_CANCEL_ASYNCHRONOUS == MARCEL_CANCEL_ASYNCHRONOUS)
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(MARCEL_PTHREAD_CANCEL_VALUES_, "PTHREAD_CANCEL_* differ from MARCEL_CANCEL_*");
+#elif !defined(__cplusplus)
+_Static_assert(MARCEL_PTHREAD_CANCEL_VALUES_, "PTHREAD_CANCEL_* differ from MARCEL_CANCEL_*");
+#endif
+/** @endcond */
 #define pthread_yield marcel_pthread_yield         /**< marcel_pthread_yield() */
 #define sched_yield marcel_pthread_sched_yield     /**< marcel_pthread_sched_yield() */
 #define pthread_attr_init marcel_attr_init         /**< marcel_attr_init() */
@@ -358,34 +344,10 @@ static inline int marcel_pthread_usleep(unsigned long usec)
 #undef pthread_cleanup_pop
 #undef pthread_cleanup_push_defer_np
 #undef pthread_cleanup_pop_restore_np
-/** @cond MARCEL_PTHREAD_PRIVATE */
-/* Nested pushes shadow the outer block's variables on purpose: no -Wshadow there. */
-#if defined(__GNUC__) || defined(__clang__)
-#define MARCEL_PTHREAD_NOSHADOW_BEGIN_ _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
-#define MARCEL_PTHREAD_NOSHADOW_END_ _Pragma("GCC diagnostic pop")
-#else
-#define MARCEL_PTHREAD_NOSHADOW_BEGIN_
-#define MARCEL_PTHREAD_NOSHADOW_END_
-#endif
-/** @endcond */
-/** Opens a block that ends at the matching pthread_cleanup_pop(); @p routine (@p arg) runs
- * there if its argument is non-zero. It does not run at pthread_exit(). */
-#define pthread_cleanup_push(routine, arg)                                                \
-	do {                                                                              \
-		MARCEL_PTHREAD_NOSHADOW_BEGIN_                                            \
-		void (*marcel_cleanup_routine_)(void *) = (routine);                     \
-		void *marcel_cleanup_arg_ = (arg);                                        \
-		MARCEL_PTHREAD_NOSHADOW_END_
-/** Closes the block of pthread_cleanup_push(), running its handler if @p execute is
- * non-zero. */
-#define pthread_cleanup_pop(execute)                                                      \
-		if (execute)                                                              \
-			marcel_cleanup_routine_(marcel_cleanup_arg_);                     \
-	} while (0)
-/** As pthread_cleanup_push() (there is no cancellation type to defer). */
-#define pthread_cleanup_push_defer_np(routine, arg) pthread_cleanup_push(routine, arg)
-/** As pthread_cleanup_pop(). */
-#define pthread_cleanup_pop_restore_np(execute) pthread_cleanup_pop(execute)
+#define pthread_cleanup_push(routine, arg) marcel_cleanup_push(routine, arg) /**< marcel_cleanup_push() */
+#define pthread_cleanup_pop(execute) marcel_cleanup_pop(execute)              /**< marcel_cleanup_pop() */
+#define pthread_cleanup_push_defer_np(routine, arg) marcel_cleanup_push(routine, arg) /**< marcel_cleanup_push() */
+#define pthread_cleanup_pop_restore_np(execute) marcel_cleanup_pop(execute)   /**< marcel_cleanup_pop() */
 /** @} */
 
 /** @defgroup marcel_pthread_mutex Mutexes
@@ -475,7 +437,6 @@ static inline int marcel_pthread_usleep(unsigned long usec)
  * compilers, a link error naming the function. */
 #define MARCEL_PTHREAD_UNMAPPED_(name) \
 	int marcel_pthread_unmapped_##name(void) MARCEL_PTHREAD_UNMAPPED_ATTR_(name)
-MARCEL_PTHREAD_UNMAPPED_(pthread_cancel);
 MARCEL_PTHREAD_UNMAPPED_(pthread_kill);
 MARCEL_PTHREAD_UNMAPPED_(pthread_sigqueue);
 MARCEL_PTHREAD_UNMAPPED_(pthread_setschedparam);
@@ -529,10 +490,9 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
 /** @defgroup marcel_pthread_unmapped Calls that are build errors
  * These have no marcel meaning; each expands to a call of a function that is never
  * defined and carries GCC's `error` attribute, so the compiler stops with
- * "`pthread_cancel` is not mapped by <marcel/pthread.h>" instead of letting the C
+ * "`pthread_kill` is not mapped by <marcel/pthread.h>" instead of letting the C
  * library act on a marcel object. Port such a call by hand (see `doc/porting.md`).
  * @{ */
-#define pthread_cancel(...) marcel_pthread_unmapped_pthread_cancel()           /**< no cancellation */
 #define pthread_kill(...) marcel_pthread_unmapped_pthread_kill()               /**< no per-thread signals */
 #define pthread_sigqueue(...) marcel_pthread_unmapped_pthread_sigqueue()       /**< no per-thread signals */
 #define pthread_setschedparam(...) marcel_pthread_unmapped_pthread_setschedparam() /**< use marcel_sched_setparam() */

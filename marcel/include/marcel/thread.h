@@ -101,10 +101,11 @@ int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t 
 int marcel_wake_up_created_thread(marcel_t t);
 
 /**
- * Waits for @p t to end and collects its result.
+ * Waits for @p t to end and collects its result. A cancellation point
+ * (marcel/cancel.h): a caller canceled while it waits leaves @p t joinable.
  * @param t the thread to wait for.
  * @param status receives the thread's result (its return value or marcel_exit()
- *        argument); may be NULL.
+ *        argument, ::MARCEL_CANCELED if it was canceled); may be NULL.
  * @return 0; EDEADLK if @p t is the caller; EINVAL if @p t is detached or another thread
  * is already joining it; ESRCH if @p t is NULL or was already joined.
  * May also be called from a kernel thread that is not a marcel thread: it then blocks in
@@ -117,8 +118,10 @@ int marcel_join(marcel_t t, any_t *status);
  * or was already joined. */
 int marcel_detach(marcel_t t);
 
-/** Ends the calling thread with result @p retval. From the main thread it behaves like
- * marcel_end() followed by `exit(0)`, as pthread_exit() does in main. */
+/** Ends the calling thread with result @p retval, after running its cleanup handlers
+ * (marcel_cleanup_push(), innermost first) and then its key destructors. From the main
+ * thread it behaves like marcel_end() followed by `exit(0)` (after the handlers), as
+ * pthread_exit() does in main. */
 void marcel_exit(any_t retval) __attribute__((noreturn));
 
 /** Returns the calling thread, or NULL when called from a kernel thread that is not a
