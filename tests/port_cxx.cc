@@ -62,7 +62,8 @@ static void *count(void *arg)
 	return arg;
 }
 
-int main(int argc, char **argv)
+/* `char *const argv[]`, as some programs declare it: marcel_init takes it too. */
+int main(int argc, char *const argv[])
 {
 	alarm(120);
 	CHECK(marcel_init(&argc, argv) == 0);

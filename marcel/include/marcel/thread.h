@@ -237,6 +237,14 @@ int marcel_print_threads(FILE *out);
 
 #ifdef __cplusplus
 }
+
+/** marcel_init() for C++ programs whose `main` takes `char *const argv[]`. The array
+ * `main` receives is writable whatever its declaration says, so marcel_init() takes its
+ * `--marcel-*` arguments out of it as usual. */
+inline int marcel_init(int *argc, char *const *argv)
+{
+	return marcel_init(argc, const_cast<char **>(argv));
+}
 #endif
 
 #endif
