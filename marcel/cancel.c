@@ -17,10 +17,10 @@
  * point: a wake-up elsewhere (a mutex wait) would only cost it a spurious round. Late
  * wake-ups are harmless for the same reason: every ma_waiter wait re-checks `done`.
  *
- * Invariants: at_point is 0 outside ma_waiter_wait_point; `cancel` and `cleanup` are reset
- * when a descriptor is given to a new thread (thread.c); MA_CANCEL_ENDING, set once a
- * thread runs its handlers or key destructors at its end, keeps any point in them from
- * acting again.
+ * Invariants: at_point is 0 outside ma_waiter_wait_point; `cancel` is reset when a
+ * descriptor is given to a new thread (thread.c), `cleanup` when it is freed (task.c);
+ * MA_CANCEL_ENDING, set once a thread runs its handlers or key destructors at its end,
+ * keeps any point in them from acting again.
  */
 #include <errno.h>
 #include "ma_sched.h"

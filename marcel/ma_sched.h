@@ -147,8 +147,9 @@ struct marcel_task {
 	marcel_func_t func;
 	any_t arg;
 	any_t retval;
-	/* The innermost cleanup handler (cancel.c), written by the thread only. Reset at
-	 * creation: a function that returned inside a push/pop block leaves it stale. */
+	/* The innermost cleanup handler (cancel.c), written by the thread only. Reset when
+	 * the descriptor is freed: a function that returned inside a push/pop block leaves
+	 * it stale. */
 	struct marcel_cleanup_buffer *cleanup;
 	void *stack_base;                 /* lowest usable byte; NULL until first run */
 	size_t stack_size;                /* requested size; the stack is bound at first run */

@@ -113,6 +113,8 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	MA_ZERO(t->nb_private_woken);
 	MA_ZERO(t->private_claimed);
 	MA_ZERO(t->private_handed);
+	MA_ZERO(t->posix);
+	MA_ZERO(t->cleanup);
 	MA_ZERO_ATOMIC(t->suspend_req);
 	MA_ZERO_ATOMIC(t->parked);
 	MA_ZERO_ATOMIC(t->preempt_off);

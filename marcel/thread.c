@@ -141,14 +141,14 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;
+	/* Here rather than at free: a late marcel_cancel through a stale handle must not
+	 * reach the next thread given this descriptor. */
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
-	t->cleanup = NULL;
 	t->stack_size = attr && attr->stacksize ? attr->stacksize : ma_rt.opt.stack_size;
 	t->fpctl = ma_arch_fpctl();
 	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;
 	t->dontsched = (unsigned char)dontsched;
 	t->seed = attr ? (unsigned char)attr->seed : 0;
-	t->posix = (how & MA_CREATE_POSIX) != 0;
 	/* No handle wanted means nobody will join: reclaim it when it ends. */
 	int detached = !pid || (attr && attr->detachstate == MARCEL_CREATE_DETACHED);
 	atomic_store_explicit(&t->link, detached ? MA_LINK_DETACHED : 0, memory_order_relaxed);
@@ -160,8 +160,11 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
 	else
 		atomic_fetch_add(&ma_rt.foreign_created, 1);
-	if (ma_unlikely(t->posix))
+	/* posix, cancel and cleanup are 0 in a free descriptor (task.c). */
+	if (ma_unlikely(how & MA_CREATE_POSIX)) {
+		t->posix = 1;
 		atomic_fetch_add(&ma_rt.posix_live, 1);
+	}
 	if (pid)
 		*pid = t;
 	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
