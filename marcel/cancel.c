@@ -23,7 +23,7 @@
  * keeps any point in them from acting again.
  */
 #include <errno.h>
-#include "ma_sched.h"
+#include "ma_signal.h"
 
 /* Waiting at a cancellation point: ma_waiter_wait's loop, plus the request check. */
 int ma_waiter_wait_point(struct ma_waiter *wt)
@@ -49,6 +49,8 @@ int ma_waiter_wait_point(struct ma_waiter *wt)
 				/* Someone saw BLOCKED and is waking us: that wake-up waits for our
 				 * switch out (wake_pending), which requeues us at once. */
 			}
+			if (ma_unlikely(ma_sig_due(self)) && ma_sig_unblock(self))
+				continue;
 			self->post = MA_POST_BLOCK;
 			ma_schedule_blocked(ma_worker_self(), self);
 			continue;
@@ -60,6 +62,7 @@ int ma_waiter_wait_point(struct ma_waiter *wt)
 			e = ECANCELED;
 			break;
 		}
+		ma_sig_check(self);
 		atomic_store(&self->state, MA_TASK_BLOCKING);
 	}
 	atomic_store_explicit(&self->at_point, 0, memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
 #include "ma_preempt.h"
+#include "ma_signal.h"
 
 /* How long an idle worker polls before it sleeps (MARCEL_IDLE_SPIN=auto). A sleeping
  * worker costs its waker a futex wake and itself the wake-up of its processor, which a
@@ -124,6 +125,7 @@ static int ma_setup_main(void)
 	m->last_vp = 0;
 	strcpy(m->name, "main");
 	ma_rt.main_task = m;
+	ma_sig_init_main(m);
 	ma_seed_note_main_stack();
 
 	w0->current = m;
@@ -383,6 +385,7 @@ void ma_end(int all)
 
 	/* No user thread is left: main must not be switched out while it takes the runtime
 	 * down. */
+	ma_sig_stop();
 	ma_preempt_stop();
 	ma_strategies_stop();
 	/* Go back to VP 0: it is the kernel thread that called marcel_init (enabled again

@@ -147,31 +147,31 @@ ssize_t marcel_sendmsg(int fd, const struct msghdr *msg, int flags)
 	MA_IN_SECTION(ssize_t, sendmsg(fd, msg, flags));
 }
 
-/* ---- signals and children ---- */
+/* ---- signals (the kernel's waits; marcel's are in signal.c) and children ---- */
 
-int marcel_pause(void)
+int marcel_blocking_pause(void)
 {
 	MA_IN_SECTION(int, pause());
 }
 
-int marcel_sigwait(const sigset_t *set, int *sig)
+int marcel_blocking_sigwait(const sigset_t *set, int *sig)
 {
 	MA_IN_SECTION(int, sigwait(set, sig));
 }
 
-int marcel_sigwaitinfo(const sigset_t *set, siginfo_t *info)
+int marcel_blocking_sigwaitinfo(const sigset_t *set, siginfo_t *info)
 {
 	MA_IN_SECTION(int, sigwaitinfo(set, info));
 }
 
-int marcel_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+int marcel_blocking_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
 {
 	if (ma_ts_zero(timeout))
 		return sigtimedwait(set, info, timeout);
 	MA_IN_SECTION(int, sigtimedwait(set, info, timeout));
 }
 
-int marcel_sigsuspend(const sigset_t *mask)
+int marcel_blocking_sigsuspend(const sigset_t *mask)
 {
 	MA_IN_SECTION(int, sigsuspend(mask));
 }

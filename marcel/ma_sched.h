@@ -143,6 +143,11 @@ struct marcel_task {
 	/* Set by the thread itself while it waits at a cancellation point
 	 * (ma_waiter_wait_point): only then does marcel_cancel wake it. 0 outside. */
 	atomic_int at_point;
+	/* Signals (signal.c), bit sig - 1. sig_mask is written by the thread only; senders
+	 * set sig_pending bits and the thread takes them, both with read-modify-writes;
+	 * sig_wait: the signals that wake it from marcel_sigwait or marcel_sigsuspend, 0
+	 * outside. Set at creation. */
+	_Atomic uint64_t sig_mask, sig_pending, sig_wait;
 	enum ma_post post;
 	marcel_func_t func;
 	any_t arg;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "ma_bubble.h"
 #include "ma_sanitizer.h"
+#include "ma_signal.h"
 #include "ma_trace.h"
 
 /* The exited task's stack is free now; its death was published before the switch. */
@@ -170,6 +171,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	/* We are `prev` again, maybe on another worker: re-read everything per-worker. */
 	w = ma_after_switch(prev, from);
 	*w->errno_loc = prev->saved_errno;
+	ma_sig_check(prev);
 }
 
 void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
@@ -195,6 +197,7 @@ void ma_switch_out(struct marcel_task *self, struct marcel_task *to)
 	/* Resumed by a worker, like any switch. */
 	struct ma_worker *w = ma_after_switch(self, from);
 	*w->errno_loc = self->saved_errno;
+	ma_sig_check(self);
 }
 
 struct marcel_task *ma_carrier_switch(struct marcel_task *self, struct marcel_task *next)
@@ -218,6 +221,8 @@ void ma_task_entry(void *from, void *arg)
 	 * it can be pending yet: no handler, no key, no disabled state). */
 	if (ma_unlikely(atomic_load_explicit(&self->cancel, memory_order_relaxed) & MA_CANCEL_REQ))
 		ma_exit_self(w, self, MARCEL_CANCELED);
+	/* Signals sent before it started, or pending for the process. */
+	ma_sig_check(self);
 	/* Not marcel_exit: returning runs no cleanup handler (POSIX leaves returning from
 	 * inside a push/pop block undefined; its buffers are gone with the frames). */
 	any_t retval = self->func(self->arg);
@@ -248,14 +253,18 @@ void ma_waiter_wait(struct ma_waiter *wt)
 	while (!atomic_load_explicit(&wt->done, memory_order_acquire)) {
 		int s = MA_TASK_BLOCKING;
 		if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_BLOCKED)) {
+			if (ma_unlikely(ma_sig_due(self)) && ma_sig_unblock(self))
+				continue;
 			struct ma_worker *w = ma_worker_self();
 			self->post = MA_POST_BLOCK;
 			ma_schedule_blocked(w, self);
 			continue;
 		}
-		/* A waker cancelled the block (or a late one from an earlier wait did). */
+		/* A waker cancelled the block (or a late one from an earlier wait did, or a
+		 * signal's sender did: its handler runs, then the wait goes on). */
 		if (atomic_load_explicit(&wt->done, memory_order_acquire))
 			break;
+		ma_sig_check(self);
 		atomic_store(&self->state, MA_TASK_BLOCKING);
 	}
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
@@ -435,6 +444,8 @@ void ma_yield_preempted(void)
 		return;
 	}
 	marcel_yield();
+	/* Asked to switch for a signal with nothing else to run: it was not switched. */
+	ma_sig_check(cur);
 }
 
 int marcel_yield_to(marcel_t t)

@@ -144,6 +144,12 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	/* Here rather than at free: a late marcel_cancel through a stale handle must not
 	 * reach the next thread given this descriptor. */
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+	/* POSIX: the creator's signal mask, no signal pending (sig_wait is 0 outside waits). */
+	struct marcel_task *creator = w ? w->current : NULL;
+	atomic_store_explicit(&t->sig_mask,
+			      creator && !creator->is_idle ? atomic_load_explicit(&creator->sig_mask, memory_order_relaxed) : 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&t->sig_pending, 0, memory_order_relaxed);
 	t->stack_size = attr && attr->stacksize ? attr->stacksize : ma_rt.opt.stack_size;
 	t->fpctl = ma_arch_fpctl();
 	t->preemptible = attr ? (unsigned char)attr->preemptible : 1;

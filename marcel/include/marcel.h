@@ -40,6 +40,7 @@
 #include <marcel/attr.h>
 #include <marcel/thread.h>
 #include <marcel/cancel.h>
+#include <marcel/signal.h>
 #include <marcel/topology.h>
 #include <marcel/sync.h>
 #include <marcel/keys.h>

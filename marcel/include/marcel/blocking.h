@@ -19,8 +19,10 @@
  * the caller is a marcel thread on a VP, and call it directly otherwise; they return what
  * the C library returns and leave the same `errno`. A section costs two kernel-thread
  * switches, so calls that cannot block (a zero timeout) skip it. `<marcel/pthread.h>`
- * maps the names of the calls that exist to wait (poll(), select(), accept(), the signal
- * waits, waitpid()); the others (read(), write(), recv(), send(), connect()...) are quick
+ * maps the names of the calls that exist to wait (poll(), select(), accept(),
+ * waitpid()); the signal waits map to marcel's own (`marcel/signal.h`), and the kernel's
+ * stay here as marcel_blocking_sigwait() and its siblings. The others (read(), write(),
+ * recv(), send(), connect()...) are quick
  * on files and most sockets, and are common member names, so a program calls the
  * marcel_* version where it may wait (see `doc/porting.md`).
  */
@@ -103,24 +105,27 @@ ssize_t marcel_sendto(int fd, const void *buf, size_t len, int flags, const stru
 /** sendmsg(2) inside a blocking section. Same return value and `errno`. */
 ssize_t marcel_sendmsg(int fd, const struct msghdr *msg, int flags);
 
-/** pause(2) inside a blocking section: -1 with `errno` EINTR once a handled signal is
- * delivered *to the kernel thread making the call*. Signals go to any kernel thread
- * that does not block them, workers included, so prefer marcel_sigwait() with the
- * signal blocked everywhere (block it before marcel_init()). */
-int marcel_pause(void);
-/** sigwait(3) inside a blocking section. Same return value (an error number). The
- * signals in @p set must be blocked in every kernel thread, workers included: block
- * them before marcel_init(), whose workers inherit the mask. */
-int marcel_sigwait(const sigset_t *set, int *sig);
-/** sigwaitinfo(2) inside a blocking section (see marcel_sigwait()). Same return value
- * and `errno`. */
-int marcel_sigwaitinfo(const sigset_t *set, siginfo_t *info);
+/** pause(2) inside a blocking section, as the kernel has it: -1 with `errno` EINTR once
+ * a handled signal is delivered *to the kernel thread making the call* (signals go to
+ * any kernel thread that does not block them, workers included). marcel_pause()
+ * (`marcel/signal.h`) waits as a marcel thread instead. */
+int marcel_blocking_pause(void);
+/** sigwait(3) inside a blocking section: the kernel's wait, for signals sent to the
+ * process or to this kernel thread, not those of marcel_kill(). The signals in @p set
+ * must be blocked in every kernel thread, workers included: block them before
+ * marcel_init(), whose workers inherit the mask. Same return value (an error number).
+ * marcel_sigwait() (`marcel/signal.h`) waits as a marcel thread instead. */
+int marcel_blocking_sigwait(const sigset_t *set, int *sig);
+/** sigwaitinfo(2) inside a blocking section (see marcel_blocking_sigwait()). Same return
+ * value and `errno`. */
+int marcel_blocking_sigwaitinfo(const sigset_t *set, siginfo_t *info);
 /** sigtimedwait(2) inside a blocking section (none when @p timeout is zero; see
- * marcel_sigwait()). Same return value and `errno`. */
-int marcel_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout);
+ * marcel_blocking_sigwait()). Same return value and `errno`. */
+int marcel_blocking_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout);
 /** sigsuspend(2) inside a blocking section; @p mask replaces the mask of the kernel
- * thread making the call (see marcel_pause() for where signals go). -1 and `errno`. */
-int marcel_sigsuspend(const sigset_t *mask);
+ * thread making the call (see marcel_blocking_pause() for where signals go). -1 and
+ * `errno`. */
+int marcel_blocking_sigsuspend(const sigset_t *mask);
 /** waitpid(2) inside a blocking section (none with `WNOHANG`). Same return value and
  * `errno`. */
 pid_t marcel_waitpid(pid_t pid, int *status, int options);
