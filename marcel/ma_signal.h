@@ -10,7 +10,7 @@
 #define MA_SIGNAL_H
 
 #include <signal.h>
-#include "ma_sched.h"
+#include "ma_preempt.h"
 
 _Static_assert(NSIG - 1 <= 64, "signal sets are 64-bit words");
 
@@ -18,6 +18,15 @@ _Static_assert(NSIG - 1 <= 64, "signal sets are 64-bit words");
 #define MA_SIG_ALL (NSIG - 1 == 64 ? ~(uint64_t)0 : MA_SIG_BIT(NSIG) - 1)
 /* Never blocked, never caught. */
 #define MA_SIG_UNBLOCKABLE (MA_SIG_BIT(SIGKILL) | MA_SIG_BIT(SIGSTOP))
+
+/* A signal a program may send, block or handle: not the C library's own (32 and 33 in
+ * glibc) nor marcel's preemption signal (ma_preempt.h). */
+static inline int ma_sig_valid(int sig)
+{
+	return sig > 0 && sig < NSIG && !(sig > 31 && sig < SIGRTMIN) && sig != MA_PREEMPT_SIG;
+}
+/* Those, as a set, less SIGKILL and SIGSTOP. */
+uint64_t ma_sig_usable(void) MA_HIDDEN;
 
 /* Process-directed signals caught and not yet taken by a thread (sigproc.c). */
 extern _Atomic uint64_t ma_sig_proc_pending MA_HIDDEN;
@@ -72,9 +81,12 @@ static inline int ma_sig_unblock(struct marcel_task *self)
 void ma_sig_action(int sig, struct sigaction *act) MA_HIDDEN;
 /* Sets sig's action back to SIG_DFL (SA_RESETHAND), marcel's and the kernel's. */
 void ma_sig_reset(int sig) MA_HIDDEN;
-/* A marcel thread will wait for the signals of want: make sure the process-directed ones
- * reach marcel (catch them, or take them from the kernel when the workers block them). */
-void ma_sig_want(uint64_t want) MA_HIDDEN;
+/* A marcel thread will wait for the signals of want (dfl: in sigwait, whatever their
+ * action; else in sigsuspend, for a handler): makes sure the process-directed ones reach
+ * marcel. Those the kernel would handle on a worker (the C library's handler, or with
+ * dfl the default action) are caught, their action moving to marcel's table; those the
+ * workers block in the kernel are taken from it by the helper. */
+void ma_sig_want(uint64_t want, int dfl) MA_HIDDEN;
 /* siginfo of process-directed sig, as caught. */
 void ma_sig_proc_info(int sig, siginfo_t *info) MA_HIDDEN;
 /* At marcel_end, once no user thread is left: stops the helper thread and gives the

@@ -354,6 +354,8 @@ int marcel_yield(void)
 	if (ma_unlikely(!w))
 		return EPERM;
 	struct marcel_task *cur = w->current;
+	/* A yield is a point where signals are taken, whether it switches or not. */
+	ma_sig_check(cur);
 	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
 	ma_private_publish_pending(w);
 	ma_timers_poll(w);
@@ -444,8 +446,6 @@ void ma_yield_preempted(void)
 		return;
 	}
 	marcel_yield();
-	/* Asked to switch for a signal with nothing else to run: it was not switched. */
-	ma_sig_check(cur);
 }
 
 int marcel_yield_to(marcel_t t)

@@ -38,11 +38,13 @@ void ma_sig_set(sigset_t *set, uint64_t bits)
 			sigaddset(set, s);
 }
 
-/* A signal a program may send or handle: not the C library's own (32 and 33 in glibc)
- * nor marcel's preemption signal. */
-static int ma_sig_valid(int sig)
+uint64_t ma_sig_usable(void)
 {
-	return sig > 0 && sig < NSIG && !(sig > 31 && sig < SIGRTMIN) && sig != MA_PREEMPT_SIG;
+	uint64_t b = 0;
+	for (int s = 1; s < NSIG; s++)
+		if (ma_sig_valid(s))
+			b |= MA_SIG_BIT(s);
+	return b & ~MA_SIG_UNBLOCKABLE;
 }
 
 /* errno of the caller's kernel thread, set after the caller may have moved to another
@@ -304,7 +306,7 @@ static int ma_sig_block(struct ma_sig_waitarg *a, uint64_t deadline)
 static int ma_sig_timedwait(struct marcel_task *self, uint64_t want, siginfo_t *info, uint64_t deadline)
 {
 	ma_cancel_point(self);
-	ma_sig_want(want);
+	ma_sig_want(want, 1);
 	struct ma_sig_waitarg a = { self, want };
 	for (;;) {
 		int sig = ma_sig_take(self, want, info);
@@ -318,8 +320,7 @@ static int ma_sig_timedwait(struct marcel_task *self, uint64_t want, siginfo_t *
 /* The signals of set a marcel thread may wait for; 0 if none. */
 static uint64_t ma_sig_waitable(const sigset_t *set)
 {
-	uint64_t b = ma_sig_bits(set) & ~MA_SIG_UNBLOCKABLE;
-	return MA_PREEMPT_SIG < NSIG ? b & ~MA_SIG_BIT(MA_PREEMPT_SIG) : b;
+	return ma_sig_bits(set) & ma_sig_usable();
 }
 
 int marcel_sigwait(const marcel_sigset_t *set, int *sig)
@@ -376,6 +377,7 @@ int marcel_sigsuspend(const marcel_sigset_t *mask)
 	ma_cancel_point(self);
 	uint64_t old = atomic_load_explicit(&self->sig_mask, memory_order_relaxed);
 	uint64_t during = ma_sig_bits(mask) & ~MA_SIG_UNBLOCKABLE;
+	ma_sig_want(ma_sig_usable() & ~during, 0);
 	atomic_store(&self->sig_mask, during);
 	struct ma_sig_waitarg a = { self, MA_SIG_ALL & ~during };
 	/* Until a handler ran: ignored signals and spurious wake-ups do not end it. */

@@ -42,7 +42,8 @@ static struct sigaction ma_sig_table[NSIG];
  * as the kernel merges standard signals). */
 static siginfo_t ma_sig_info[NSIG];
 static uint64_t ma_sig_kblocked;       /* blocked in the workers' kernel masks */
-static uint64_t ma_sig_wanted;         /* waited for by a marcel thread once */
+static uint64_t ma_sig_wanted;         /* waited for in marcel_sigwait once */
+static uint64_t ma_sig_wanted_handled; /* handlers waited for in marcel_sigsuspend once */
 static _Atomic uint64_t ma_sig_kwait;  /* taken from the kernel by the helper */
 static uint64_t ma_sig_caught;         /* kernel handler set to ma_sig_catch */
 
@@ -185,31 +186,37 @@ static void ma_sig_catch_install(int sig)
 	ma_sig_kick();
 }
 
-void ma_sig_want(uint64_t want)
+void ma_sig_want(uint64_t want, int dfl)
 {
-	if (!(want & ~__atomic_load_n(&ma_sig_wanted, __ATOMIC_ACQUIRE)))
+	uint64_t *seen = dfl ? &ma_sig_wanted : &ma_sig_wanted_handled;
+	if (!(want & ~__atomic_load_n(seen, __ATOMIC_ACQUIRE)))
 		return;
 	pthread_mutex_lock(&ma_sig_lock);
-	for (uint64_t w = want & ~ma_sig_wanted; w; w &= w - 1) {
+	for (uint64_t w = want & ~*seen; w; w &= w - 1) {
 		int sig = __builtin_ctzll(w) + 1;
 		uint64_t bit = MA_SIG_BIT(sig);
 		struct sigaction k;
 		sigaction(sig, NULL, &k);
 		if (ma_sig_is_catch(&k))
 			continue;
-		if (!(k.sa_flags & SA_SIGINFO) && k.sa_handler == SIG_DFL) {
-			/* The kernel would apply the default action on a worker: catch it, marcel's
-			 * action staying SIG_DFL for threads that do not block it. */
-			ma_sig_table[sig] = k;
-			ma_sig_catch_install(sig);
-		} else if (ma_sig_kblocked & bit) {
-			atomic_fetch_or(&ma_sig_kwait, bit);
-			ma_sig_helper_start();
-			ma_sig_kick();
+		int is_dfl = !(k.sa_flags & SA_SIGINFO) && k.sa_handler == SIG_DFL;
+		int is_ign = !(k.sa_flags & SA_SIGINFO) && k.sa_handler == SIG_IGN;
+		if (is_ign || (is_dfl && !dfl)) {
+			/* Ignored, or a default action a handler wait does not wake for: the kernel
+			 * keeps it, or the helper takes it if the workers block it. */
+			if (ma_sig_kblocked & bit) {
+				atomic_fetch_or(&ma_sig_kwait, bit);
+				ma_sig_helper_start();
+				ma_sig_kick();
+			}
+			continue;
 		}
-		/* Else the C library's handler (or SIG_IGN) keeps it, on the worker. */
+		/* The kernel would run the C library's handler, or apply the default action, on a
+		 * worker: marcel catches it and applies that action in a thread. */
+		ma_sig_table[sig] = k;
+		ma_sig_catch_install(sig);
 	}
-	__atomic_store_n(&ma_sig_wanted, ma_sig_wanted | want, __ATOMIC_RELEASE);
+	__atomic_store_n(seen, *seen | want, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ma_sig_lock);
 }
 
@@ -278,8 +285,7 @@ static int ma_sig_synchronous(int sig)
 
 int marcel_sigaction(int sig, const struct marcel_sigaction *act, struct marcel_sigaction *oact)
 {
-	if (sig <= 0 || sig >= NSIG || (sig > 31 && sig < SIGRTMIN) || sig == MA_PREEMPT_SIG ||
-	    (act && (sig == SIGKILL || sig == SIGSTOP))) {
+	if (!ma_sig_valid(sig) || (act && (sig == SIGKILL || sig == SIGSTOP))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -357,6 +363,7 @@ void ma_sig_stop(void)
 	}
 	ma_sig_caught = 0;
 	__atomic_store_n(&ma_sig_wanted, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&ma_sig_wanted_handled, 0, __ATOMIC_RELEASE);
 	atomic_store(&ma_sig_kwait, 0);
 	atomic_store(&ma_sig_proc_pending, 0);
 	pthread_mutex_unlock(&ma_sig_lock);

@@ -1,6 +1,7 @@
 /*
  * The blocking calls <marcel/pthread.h> maps: sleeps onto marcel timers, the calls that
- * exist to wait (poll, select, accept, the signal waits, waitpid) onto blocking sections.
+ * exist to wait (poll, select, accept, waitpid) onto blocking sections, the signal waits
+ * onto marcel waits (check_signal tests those through marcel's names).
  *
  *  - one VP: a pthread-style pool whose workers poll a flag with usleep (or nanosleep,
  *    clock_nanosleep) must let the main thread run and set it; a thread waiting in poll,
@@ -398,8 +399,9 @@ static void on_usr2(int sig)
 
 START_TEST(test_signal_waits)
 {
-	/* sigwait needs the signal blocked in every kernel thread: before marcel_init, as
-	 * the porting guide says, so that the workers inherit the mask. */
+	/* The old recipe: the signals blocked in every kernel thread before marcel_init (the
+	 * workers inherit the mask, main's marcel mask starts from it); marcel's helper
+	 * thread takes them from the kernel for the marcel threads waiting for them. */
 	sigset_t old, both;
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
@@ -433,10 +435,12 @@ START_TEST(test_signal_waits)
 	ck_assert_int_eq(sigtimedwait(&usr1, &info, &bad), -1);
 	ck_assert_int_eq(get_errno(), EINVAL);
 	ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
-	ck_assert_int_eq(sigtimedwait(&usr1, &info, &ms), SIGUSR1);
+	struct timespec long_wait = { 60, 0 };
+	ck_assert_int_eq(sigtimedwait(&usr1, &info, &long_wait), SIGUSR1);
 
-	/* sigsuspend unblocks SIGUSR2 in the kernel thread making the call, the only one that
-	 * accepts it: the handler runs there and the call returns -1 with EINTR. */
+	/* sigsuspend unblocks SIGUSR2 in the calling thread: the signal, sent before and
+	 * pending in the kernel, is taken over by marcel and its handler (the C library's)
+	 * runs in that thread; the call returns -1 with EINTR. */
 	sigset_t all_but_usr2;
 	sigfillset(&all_but_usr2);
 	sigdelset(&all_but_usr2, SIGUSR2);
@@ -452,9 +456,10 @@ START_TEST(test_signal_waits)
 }
 END_TEST
 
-/* pause returns once a handled signal reaches the kernel thread making the call, so the
- * main thread aims at that one (the waiter's until the call returns, its section keeps
- * it), again and again: a signal that comes before pause only runs the handler. */
+/* pause returns once a handler ran in the calling thread: the signal (aimed at the kernel
+ * thread that ran the waiter, the only worker) is taken over by marcel once the waiter
+ * pauses; one that comes before only runs the handler, on the worker. So the main
+ * thread sends it again and again. */
 static pid_t pauser_tid;
 static int pauser_done;
 static volatile sig_atomic_t usr2_count;

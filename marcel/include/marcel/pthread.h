@@ -37,16 +37,23 @@
  * Semaphores (`sem_*`) are mapped when `<semaphore.h>` was included before this header.
  * Including this header again after `<semaphore.h>` also works.
  *
+ * Signals are per marcel thread (@ref marcel_pthread_signals): `pthread_kill`,
+ * `pthread_sigmask`, `sigprocmask`, `sigpending` and the signal waits (`sigwait`,
+ * `sigwaitinfo`, `sigtimedwait`, `sigsuspend`, `pause`) are marcel's.
+ *
  * What is **not** mapped:
- *  - `pthread_kill`, `pthread_sigqueue`: no equivalent yet; calling them is a build error
- *    (see @ref marcel_pthread_unmapped).
+ *  - `pthread_sigqueue` (no queued value: a build error, see @ref marcel_pthread_unmapped)
+ *    and `pthread_attr_setsigmask_np` (set the mask around `pthread_create` instead).
  *  - asynchronous cancellation: `pthread_cancel` is deferred only (marcel_cancel()); a
  *    thread acts on it at its next cancellation point that marcel provides (join,
  *    condition and semaphore waits, sleeps, `pthread_testcancel`), not inside `read`,
  *    `poll` or the other calls run in blocking sections.
- *  - signals: `pthread_sigmask` and `sigaction` act on the worker kernel thread that
- *    happens to run the caller. Block signals before marcel_init() (the workers inherit
- *    the mask) or handle them in a dedicated kernel thread.
+ *  - `sigaction`, `signal`, `raise`: the C library's. Handlers so installed run at once
+ *    on the kernel thread the signal reaches (some worker), as SIGINT or SIGCHLD handlers
+ *    expect; `pthread_kill` runs them in its target thread, and a signal a thread awaits
+ *    in `sigsuspend` or `pause` is taken over by marcel and handled in that thread. A
+ *    thread computing without calling marcel takes its signals at its next preemption
+ *    point or marcel call.
  *  - process-shared objects: `PTHREAD_PROCESS_SHARED` gives ENOTSUP; `sem_open` and
  *    `sem_close` are build errors.
  *  - kernel scheduling: `pthread_setschedparam`, `pthread_setaffinity_np`, the
@@ -70,9 +77,9 @@
  *
  * Calls that block in the kernel would block every thread of the worker. The sleeps
  * (`sleep`, `usleep`, `nanosleep`, `clock_nanosleep`) are mapped onto marcel's timers,
- * and the calls that exist to wait (`poll`, `ppoll`, `select`, `pselect`, `accept`,
- * `accept4`, `pause`, `sigwait`, `sigwaitinfo`, `sigtimedwait`, `sigsuspend`,
- * `waitpid`) onto blocking sections (@ref marcel_pthread_blocking). `read`, `write`,
+ * the calls that exist to wait (`poll`, `ppoll`, `select`, `pselect`, `accept`,
+ * `accept4`, `waitpid`) onto blocking sections (@ref marcel_pthread_blocking), and the
+ * signal waits onto marcel waits (@ref marcel_pthread_signals). `read`, `write`,
  * `recv`, `send`, `connect`, `wait` are not: use marcel_read(), marcel_recv()... where
  * they may wait. Since scheduling is cooperative, a busy-wait loop must call
  * `sched_yield()` or sleep, or it may never let the thread it waits for run.
@@ -291,12 +298,48 @@ static inline int marcel_pthread_usleep(unsigned long usec)
 #define pselect(nfds, r, w, e, timeout, sigmask) marcel_pselect(nfds, r, w, e, timeout, sigmask) /**< marcel_pselect() */
 #define accept(fd, addr, addrlen) marcel_accept(fd, addr, addrlen) /**< marcel_accept() */
 #define accept4(fd, addr, addrlen, flags) marcel_accept4(fd, addr, addrlen, flags) /**< marcel_accept4() */
-#define pause() marcel_pause()                       /**< marcel_pause() (the signal may go to another kernel thread: prefer sigwait) */
-#define sigwait(set, sig) marcel_sigwait(set, sig)   /**< marcel_sigwait() (block the signals before marcel_init()) */
-#define sigwaitinfo(set, info) marcel_sigwaitinfo(set, info) /**< marcel_sigwaitinfo() */
-#define sigtimedwait(set, info, timeout) marcel_sigtimedwait(set, info, timeout) /**< marcel_sigtimedwait() */
-#define sigsuspend(mask) marcel_sigsuspend(mask)     /**< marcel_sigsuspend() */
 #define waitpid(pid, status, options) marcel_waitpid(pid, status, options) /**< marcel_waitpid() */
+/** @} */
+
+/** @defgroup marcel_pthread_signals Signals
+ * Signal masks, `pthread_kill` and the signal waits are per marcel thread
+ * (marcel/signal.h): a thread's mask is its own, inherited from its creator;
+ * `pthread_kill` runs the handler in the target thread; the waits wait as marcel threads
+ * and are woken by `pthread_kill` and by process-directed signals, which marcel then
+ * catches and hands to the waiting thread. Outside a marcel thread each is the C
+ * library's call.
+ *
+ * `sigaction`, `signal` and `raise` stay the C library's: a handler so installed runs at
+ * once, on the kernel thread the signal reaches (the worker running some marcel thread),
+ * as a SIGINT or SIGCHLD handler expects; `pthread_kill` runs it in the target thread,
+ * and a signal a thread waits for in `sigsuspend` or `pause` is taken over by marcel so
+ * that its handler runs in that thread. `raise` signals the calling kernel thread, hence
+ * the calling marcel thread, at once (the thread's marcel mask is not consulted: use
+ * `pthread_kill(pthread_self(), sig)` for that). The kernel's waits remain as
+ * marcel_blocking_sigwait() and its siblings.
+ * @{ */
+
+/** `sigprocmask()`: marcel_sigmask() (the calling thread's mask, as glibc's in a threaded
+ * process), with its -1 and `errno` convention. */
+static inline int marcel_pthread_sigprocmask(int how, const sigset_t *set, sigset_t *oset)
+{
+	int e = marcel_sigmask(how, set, oset);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+#define pthread_kill(thread, sig) marcel_kill(thread, sig)   /**< marcel_kill(): the handler runs in @p thread */
+#define pthread_sigmask(how, set, oset) marcel_sigmask(how, set, oset) /**< marcel_sigmask(): the calling marcel thread's mask */
+#define sigprocmask(how, set, oset) marcel_pthread_sigprocmask(how, set, oset) /**< marcel_pthread_sigprocmask() */
+#define sigpending(set) marcel_sigpending(set)       /**< marcel_sigpending() */
+#define sigwait(set, sig) marcel_sigwait(set, sig)   /**< marcel_sigwait(): a marcel wait */
+#define sigwaitinfo(set, info) marcel_sigwaitinfo(set, info) /**< marcel_sigwaitinfo(): a marcel wait */
+#define sigtimedwait(set, info, timeout) marcel_sigtimedwait(set, info, timeout) /**< marcel_sigtimedwait(): a marcel wait */
+#define sigsuspend(mask) marcel_sigsuspend(mask)     /**< marcel_sigsuspend(): a marcel wait, EINTR once a handler ran in the caller */
+#define pause() marcel_pause()                       /**< marcel_pause(): marcel_sigsuspend() with the caller's mask */
 /** @} */
 
 /** @defgroup marcel_pthread_threads Threads and their attributes
@@ -437,7 +480,6 @@ _Static_assert(MARCEL_PTHREAD_CANCEL_VALUES_, "PTHREAD_CANCEL_* differ from MARC
  * compilers, a link error naming the function. */
 #define MARCEL_PTHREAD_UNMAPPED_(name) \
 	int marcel_pthread_unmapped_##name(void) MARCEL_PTHREAD_UNMAPPED_ATTR_(name)
-MARCEL_PTHREAD_UNMAPPED_(pthread_kill);
 MARCEL_PTHREAD_UNMAPPED_(pthread_sigqueue);
 MARCEL_PTHREAD_UNMAPPED_(pthread_setschedparam);
 MARCEL_PTHREAD_UNMAPPED_(pthread_getschedparam);
@@ -490,11 +532,10 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
 /** @defgroup marcel_pthread_unmapped Calls that are build errors
  * These have no marcel meaning; each expands to a call of a function that is never
  * defined and carries GCC's `error` attribute, so the compiler stops with
- * "`pthread_kill` is not mapped by <marcel/pthread.h>" instead of letting the C
+ * "`pthread_sigqueue` is not mapped by <marcel/pthread.h>" instead of letting the C
  * library act on a marcel object. Port such a call by hand (see `doc/porting.md`).
  * @{ */
-#define pthread_kill(...) marcel_pthread_unmapped_pthread_kill()               /**< no per-thread signals */
-#define pthread_sigqueue(...) marcel_pthread_unmapped_pthread_sigqueue()       /**< no per-thread signals */
+#define pthread_sigqueue(...) marcel_pthread_unmapped_pthread_sigqueue()       /**< no queued value: use pthread_kill() */
 #define pthread_setschedparam(...) marcel_pthread_unmapped_pthread_setschedparam() /**< use marcel_sched_setparam() */
 #define pthread_getschedparam(...) marcel_pthread_unmapped_pthread_getschedparam() /**< use marcel_sched_getparam() */
 #define pthread_setschedprio(...) marcel_pthread_unmapped_pthread_setschedprio()   /**< use marcel_sched_setparam() */
@@ -504,8 +545,8 @@ MARCEL_PTHREAD_UNMAPPED_(pthread_rwlockattr_getkind_np);
 #define pthread_getattr_np(...) marcel_pthread_unmapped_pthread_getattr_np()         /**< no equivalent */
 #define pthread_getattr_default_np(...) marcel_pthread_unmapped_pthread_getattr_default_np() /**< defaults come from the `MARCEL_*` settings */
 #define pthread_setattr_default_np(...) marcel_pthread_unmapped_pthread_setattr_default_np() /**< defaults come from the `MARCEL_*` settings */
-#define pthread_attr_setsigmask_np(...) marcel_pthread_unmapped_pthread_attr_setsigmask_np() /**< marcel threads run with their worker's mask */
-#define pthread_attr_getsigmask_np(...) marcel_pthread_unmapped_pthread_attr_getsigmask_np() /**< marcel threads run with their worker's mask */
+#define pthread_attr_setsigmask_np(...) marcel_pthread_unmapped_pthread_attr_setsigmask_np() /**< a thread inherits its creator's mask: set it around pthread_create() */
+#define pthread_attr_getsigmask_np(...) marcel_pthread_unmapped_pthread_attr_getsigmask_np() /**< a thread inherits its creator's mask: set it around pthread_create() */
 #define pthread_tryjoin_np(...) marcel_pthread_unmapped_pthread_tryjoin_np()         /**< no equivalent */
 #define pthread_timedjoin_np(...) marcel_pthread_unmapped_pthread_timedjoin_np()     /**< no equivalent */
 #define pthread_clockjoin_np(...) marcel_pthread_unmapped_pthread_clockjoin_np()     /**< no equivalent */
