@@ -13,6 +13,7 @@
 #include "ma_preempt.h"
 
 _Static_assert(NSIG - 1 <= 64, "signal sets are 64-bit words");
+_Static_assert(NSIG == MARCEL_NSIG, "MARCEL_NSIG is not this system's NSIG");
 
 #define MA_SIG_BIT(sig) ((uint64_t)1 << ((sig) - 1))
 #define MA_SIG_ALL (NSIG - 1 == 64 ? ~(uint64_t)0 : MA_SIG_BIT(NSIG) - 1)
@@ -28,8 +29,20 @@ static inline int ma_sig_valid(int sig)
 /* Those, as a set, less SIGKILL and SIGSTOP. */
 uint64_t ma_sig_usable(void) MA_HIDDEN;
 
+/* Signals of the faulting instruction: the kernel runs their handler at once in the
+ * faulting thread, the one running; marcel never catches them. */
+static inline int ma_sig_synchronous(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+	       sig == SIGSYS;
+}
+
 /* Process-directed signals caught and not yet taken by a thread (sigproc.c). */
 extern _Atomic uint64_t ma_sig_proc_pending MA_HIDDEN;
+/* Those some thread waits for in marcel_sigwait or marcel_sigsuspend now (signal.c):
+ * only waiters take them, so that a thread passing by does not run a handler meant to
+ * end a wait, or make a sigwait miss its signal. */
+extern _Atomic uint64_t ma_sig_waited MA_HIDDEN;
 
 /* ---- signal.c ---- */
 /* Runs the handlers of the signals self may take now (its own pending ones, then the
@@ -48,7 +61,8 @@ void ma_sig_init_main(struct marcel_task *m) MA_HIDDEN;
  * publishing BLOCKED pairs with a sender's read of the state after setting the bit. */
 static inline int ma_sig_due(struct marcel_task *self)
 {
-	uint64_t p = atomic_load(&self->sig_pending) | atomic_load(&ma_sig_proc_pending);
+	uint64_t p = atomic_load(&self->sig_pending) |
+		     (atomic_load(&ma_sig_proc_pending) & ~atomic_load_explicit(&ma_sig_waited, memory_order_relaxed));
 	return ma_unlikely(p != 0) && !self->is_idle &&
 	       (p & ~(atomic_load_explicit(&self->sig_mask, memory_order_relaxed) |
 		      atomic_load_explicit(&self->sig_wait, memory_order_relaxed))) != 0;

@@ -134,22 +134,45 @@ static int ma_sig_claim(_Atomic uint64_t *set, uint64_t bits)
 	}
 }
 
-/* One signal of want pending for self (its own first, then the process's), taken with
- * its siginfo; 0 if none. */
-static int ma_sig_take(struct marcel_task *self, uint64_t want, siginfo_t *info)
+_Atomic uint64_t ma_sig_waited MA_HIDDEN;
+/* How many threads wait for each signal; ma_sig_waited follows, under the lock. */
+static ma_spinlock_t ma_sig_waited_lock;
+static unsigned ma_sig_nwaiting[NSIG];
+
+static void ma_sig_waiting(uint64_t want, int delta)
+{
+	ma_spin_lock(&ma_sig_waited_lock);
+	uint64_t m = atomic_load_explicit(&ma_sig_waited, memory_order_relaxed);
+	for (uint64_t w = want; w; w &= w - 1) {
+		int sig = __builtin_ctzll(w) + 1;
+		ma_sig_nwaiting[sig] += (unsigned)delta;
+		if (ma_sig_nwaiting[sig])
+			m |= MA_SIG_BIT(sig);
+		else
+			m &= ~MA_SIG_BIT(sig);
+	}
+	atomic_store(&ma_sig_waited, m);
+	ma_spin_unlock(&ma_sig_waited_lock);
+}
+
+/* One signal of want pending for self (its own first, then the process's, those that
+ * others wait for excepted unless waiting), taken with its siginfo; 0 if none. */
+static int ma_sig_take(struct marcel_task *self, uint64_t want, int waiting, siginfo_t *info)
 {
 	int sig = ma_sig_claim(&self->sig_pending, want);
 	if (sig) {
 		ma_sig_tkill_info(sig, info);
 		return sig;
 	}
+	if (!waiting)
+		want &= ~atomic_load(&ma_sig_waited);
 	sig = ma_sig_claim(&ma_sig_proc_pending, want);
 	if (sig)
 		ma_sig_proc_info(sig, info);
 	return sig;
 }
 
-int ma_sig_deliver(struct marcel_task *self)
+static int ma_sig_deliver_in(struct marcel_task *self, int waiting)
 {
 	/* Scheduling contexts run no handlers; a thread inside a blocking section has no VP
 	 * (it takes its signals when it leaves). */
@@ -160,11 +183,22 @@ int ma_sig_deliver(struct marcel_task *self)
 		uint64_t may = ~(atomic_load_explicit(&self->sig_mask, memory_order_relaxed) |
 				 atomic_load_explicit(&self->sig_wait, memory_order_relaxed));
 		siginfo_t info;
-		int sig = ma_sig_take(self, may, &info);
+		int sig = ma_sig_take(self, may, waiting, &info);
 		if (!sig)
 			return ran;
 		ran += ma_sig_run(self, sig, &info);
 	}
+}
+
+int ma_sig_deliver(struct marcel_task *self)
+{
+	return ma_sig_deliver_in(self, 0);
+}
+
+/* ma_sig_deliver for a thread in marcel_sigsuspend: it may take the signals it waits for. */
+static int ma_sig_deliver_waiting(struct marcel_task *self)
+{
+	return ma_sig_deliver_in(self, 1);
 }
 
 void ma_sig_notify(struct marcel_task *t)
@@ -297,8 +331,10 @@ static int ma_sig_block(struct ma_sig_waitarg *a, uint64_t deadline)
 	atomic_store(&a->self->sig_wait, a->want);
 	int e = ma_fwait_point(&a->self->sig_pending, ma_sig_wait_blocking, a, deadline);
 	atomic_store(&a->self->sig_wait, 0);
-	if (e == ECANCELED)
+	if (e == ECANCELED) {
+		ma_sig_waiting(a->want, -1);
 		ma_cancel_act(a->self);
+	}
 	return e == ETIMEDOUT ? ETIMEDOUT : 0;
 }
 
@@ -308,13 +344,19 @@ static int ma_sig_timedwait(struct marcel_task *self, uint64_t want, siginfo_t *
 	ma_cancel_point(self);
 	ma_sig_want(want, 1);
 	struct ma_sig_waitarg a = { self, want };
+	ma_sig_waiting(want, 1);
+	int sig;
 	for (;;) {
-		int sig = ma_sig_take(self, want, info);
+		sig = ma_sig_take(self, want, 1, info);
 		if (sig)
-			return sig;
-		if (ma_sig_block(&a, deadline) == ETIMEDOUT)
-			return ma_sig_take(self, want, info);
+			break;
+		if (ma_sig_block(&a, deadline) == ETIMEDOUT) {
+			sig = ma_sig_take(self, want, 1, info);
+			break;
+		}
 	}
+	ma_sig_waiting(want, -1);
+	return sig;
 }
 
 /* The signals of set a marcel thread may wait for; 0 if none. */
@@ -380,9 +422,12 @@ int marcel_sigsuspend(const marcel_sigset_t *mask)
 	ma_sig_want(ma_sig_usable() & ~during, 0);
 	atomic_store(&self->sig_mask, during);
 	struct ma_sig_waitarg a = { self, MA_SIG_ALL & ~during };
+	uint64_t awaited = ma_sig_usable() & ~during;
+	ma_sig_waiting(awaited, 1);
 	/* Until a handler ran: ignored signals and spurious wake-ups do not end it. */
-	while (ma_sig_deliver(self) == 0)
+	while (ma_sig_deliver_waiting(self) == 0)
 		ma_sig_block(&a, MA_NO_DEADLINE);
+	ma_sig_waiting(awaited, -1);
 	atomic_store(&self->sig_mask, old);
 	/* The mask restored may unblock what the one of the wait blocked. */
 	ma_sig_check(self);

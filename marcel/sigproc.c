@@ -197,7 +197,7 @@ void ma_sig_want(uint64_t want, int dfl)
 		uint64_t bit = MA_SIG_BIT(sig);
 		struct sigaction k;
 		sigaction(sig, NULL, &k);
-		if (ma_sig_is_catch(&k))
+		if (ma_sig_is_catch(&k) || ma_sig_synchronous(sig))
 			continue;
 		int is_dfl = !(k.sa_flags & SA_SIGINFO) && k.sa_handler == SIG_DFL;
 		int is_ign = !(k.sa_flags & SA_SIGINFO) && k.sa_handler == SIG_IGN;
@@ -274,13 +274,6 @@ static void ma_sig_to_marcel(const struct sigaction *k, struct marcel_sigaction 
 	else
 		m->marcel_sa_handler = k->sa_handler;
 	m->marcel_sa_mask = k->sa_mask;
-}
-
-/* Signals of the faulting instruction: their handler must run at once, in the kernel. */
-static int ma_sig_synchronous(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
-	       sig == SIGSYS;
 }
 
 int marcel_sigaction(int sig, const struct marcel_sigaction *act, struct marcel_sigaction *oact)

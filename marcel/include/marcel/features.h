@@ -8,8 +8,6 @@
  * marcel, and only those, so such a program runs exactly what it can.
  *
  * Deliberately left undefined, because the feature does not work (yet):
- *  - `MARCEL_SIGNALS_ENABLED`, `MARCEL_SIGMASK_ENABLED`: no per-thread signal delivery
- *    or masks (`marcel_kill`, `marcel_sigmask`);
  *  - `MARCEL_FORK_ENABLED`: marcel_fork()'s child may only exec or exit (see
  *    marcel/compat.h), Marcel's child could go on using threads;
  *  - `MARCEL_DEVIATION_ENABLED`, `MARCEL_EXCEPTIONS_ENABLED`, `MARCEL_MIGRATION_ENABLED`,
@@ -48,6 +46,11 @@
 #define MARCEL_BUBBLES 1
 /** Defined: the topology knows NUMA nodes (marcel_nbnodes(), marcel_malloc_on_node()). */
 #define MARCEL_NUMA 1
+/** Defined: per-thread signals: marcel_kill(), marcel_sigaction(), the signal waits and
+ * the rest of marcel/signal.h. */
+#define MARCEL_SIGNALS_ENABLED 1
+/** Defined: per-thread signal masks (marcel_sigmask()). */
+#define MARCEL_SIGMASK_ENABLED 1
 /** Defined: threads run on several kernel threads, one per VP (Marcel's SMP flavour,
  * whose internal macro ::MA__LWPS is defined too). */
 #define MARCEL_SMP 1

@@ -74,8 +74,9 @@ extern "C" {
  * with marcel's. */
 typedef sigset_t marcel_sigset_t;
 
-/** One more than the largest signal number. */
-#define MARCEL_NSIG NSIG
+/** One more than the largest signal number (Linux's `NSIG`; a constant, usable where
+ * strict POSIX modes hide `NSIG`). */
+#define MARCEL_NSIG 65
 
 /** A handler of marcel_signal(). */
 typedef void (*marcel_sighandler_t)(int);
@@ -116,7 +117,16 @@ int marcel_sigpending(marcel_sigset_t *set);
  * Installing a handler makes marcel catch @p sig for the whole process.
  * @return 0, or -1 with `errno` EINVAL (bad or reserved @p sig, an action for `SIGKILL`
  * or `SIGSTOP`). */
+#if defined(__cplusplus) && defined(__GNUC__)
+/* Marcel's name, like POSIX's sigaction, is both a struct and a function: g++'s -Wshadow
+ * would call the function a shadow of the struct's constructor. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 int marcel_sigaction(int sig, const struct marcel_sigaction *act, struct marcel_sigaction *oact);
+#if defined(__cplusplus) && defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 /** marcel_sigaction() with BSD semantics (`SA_RESTART`, handler kept), as glibc's
  * `signal`. @return the previous handler, or `SIG_ERR` with `errno` EINVAL. */
 marcel_sighandler_t marcel_signal(int sig, marcel_sighandler_t handler);
