@@ -16,19 +16,9 @@
 #define I2P(i) ((void *)(intptr_t)(i))
 #define NSIGNALS 20
 
-static int thread_failed_line;
-#define IN_THREAD_CHECK(cond)                                                              \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			int zero_ = 0;                                                     \
-			__atomic_compare_exchange_n(&thread_failed_line, &zero_, __LINE__, 0, \
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);   \
-		}                                                                          \
-	} while (0)
-
 static void start(int one_vp)
 {
-	__atomic_store_n(&thread_failed_line, 0, __ATOMIC_SEQ_CST);
+	ma_thread_checks_reset();
 	if (one_vp)
 		setenv("MARCEL_NVP", "1", 1);
 	ma_test_init();
@@ -37,8 +27,7 @@ static void start(int one_vp)
 
 static void finish(void)
 {
-	int line = __atomic_load_n(&thread_failed_line, __ATOMIC_SEQ_CST);
-	ck_assert_msg(line == 0, "a thread check failed at line %d", line);
+	ma_thread_checks_passed();
 	marcel_end();
 }
 
@@ -53,7 +42,7 @@ static void *signal_taker(void *arg)
 	(void)arg;
 	for (int i = 0; i < NSIGNALS; i++) {
 		int sig = 0;
-		IN_THREAD_CHECK(sigwait(&usr1, &sig) == 0 && sig == SIGUSR1);
+		MA_THREAD_CHECK(sigwait(&usr1, &sig) == 0 && sig == SIGUSR1);
 		sem_post(&acked);
 	}
 	return NULL;
@@ -62,7 +51,7 @@ static void *signal_taker(void *arg)
 static void *sender(void *arg)
 {
 	(void)arg;
-	IN_THREAD_CHECK(pthread_kill(taker, SIGUSR1) == 0);
+	MA_THREAD_CHECK(pthread_kill(taker, SIGUSR1) == 0);
 	return NULL;
 }
 

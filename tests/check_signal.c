@@ -9,7 +9,7 @@
  * waits for it, or the one that does not block it; every documented error.
  *
  * Every tcase runs on this machine and on the synthetic 32-PU topology (ma_test.h), and
- * ends with marcel_end(). Threads record failures with IN_THREAD_CHECK and the test body
+ * ends with marcel_end(). Threads record failures with MA_THREAD_CHECK and the test body
  * asserts there were none. Nothing depends on timing: waits end on events, and Check's
  * limit catches a hang.
  */
@@ -23,19 +23,9 @@
 #define I2P(i) ((any_t)(intptr_t)(i))
 #define P2I(p) ((int)(intptr_t)(p))
 
-static int thread_failed_line;
-#define IN_THREAD_CHECK(cond)                                                              \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			int zero_ = 0;                                                     \
-			__atomic_compare_exchange_n(&thread_failed_line, &zero_, __LINE__, 0, \
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);   \
-		}                                                                          \
-	} while (0)
-
 static void start(int one_vp)
 {
-	__atomic_store_n(&thread_failed_line, 0, __ATOMIC_SEQ_CST);
+	ma_thread_checks_reset();
 	if (one_vp)
 		setenv("MARCEL_NVP", "1", 1);
 	ma_test_init();
@@ -44,8 +34,7 @@ static void start(int one_vp)
 
 static void finish(void)
 {
-	int line = __atomic_load_n(&thread_failed_line, __ATOMIC_SEQ_CST);
-	ck_assert_msg(line == 0, "a thread check failed at line %d", line);
+	ma_thread_checks_passed();
 	marcel_end();
 }
 
@@ -103,11 +92,11 @@ static any_t mask_a(any_t arg)
 {
 	(void)arg;
 	marcel_sigset_t u1 = set_of(SIGUSR1);
-	IN_THREAD_CHECK(marcel_sigmask(SIG_BLOCK, &u1, NULL) == 0);
+	MA_THREAD_CHECK(marcel_sigmask(SIG_BLOCK, &u1, NULL) == 0);
 	marcel_sem_V(&turn_b);
 	marcel_sem_P(&turn_a);
 	/* B unblocked SIGUSR2 and blocked nothing: A's mask did not move. */
-	IN_THREAD_CHECK(blocks(SIGUSR1) == 1 && blocks(SIGUSR2) == 0);
+	MA_THREAD_CHECK(blocks(SIGUSR1) == 1 && blocks(SIGUSR2) == 0);
 	return NULL;
 }
 
@@ -115,7 +104,7 @@ static any_t inherit_child(any_t arg)
 {
 	(void)arg;
 	marcel_sigset_t pending;
-	IN_THREAD_CHECK(marcel_sigpending(&pending) == 0 && marcel_sigisemptyset(&pending));
+	MA_THREAD_CHECK(marcel_sigpending(&pending) == 0 && marcel_sigisemptyset(&pending));
 	return I2P(blocks(SIGUSR2));
 }
 
@@ -123,15 +112,15 @@ static any_t mask_b(any_t arg)
 {
 	(void)arg;
 	marcel_sem_P(&turn_b);
-	IN_THREAD_CHECK(blocks(SIGUSR1) == 0);
+	MA_THREAD_CHECK(blocks(SIGUSR1) == 0);
 	marcel_sigset_t u2 = set_of(SIGUSR2);
-	IN_THREAD_CHECK(marcel_sigmask(SIG_BLOCK, &u2, NULL) == 0);
+	MA_THREAD_CHECK(marcel_sigmask(SIG_BLOCK, &u2, NULL) == 0);
 	/* A child inherits this thread's mask, with nothing pending. */
 	marcel_t c;
 	any_t r;
-	IN_THREAD_CHECK(marcel_create(&c, NULL, inherit_child, NULL) == 0);
-	IN_THREAD_CHECK(marcel_join(c, &r) == 0 && P2I(r) == 1);
-	IN_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u2, NULL) == 0);
+	MA_THREAD_CHECK(marcel_create(&c, NULL, inherit_child, NULL) == 0);
+	MA_THREAD_CHECK(marcel_join(c, &r) == 0 && P2I(r) == 1);
+	MA_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u2, NULL) == 0);
 	marcel_sem_V(&turn_a);
 	return NULL;
 }
@@ -244,14 +233,14 @@ static any_t masked_target(any_t arg)
 	marcel_sem_P(&masked_go);
 	/* Sent while blocked: pending, its handler not run. */
 	marcel_sigset_t p;
-	IN_THREAD_CHECK(marcel_sigpending(&p) == 0 && marcel_sigismember(&p, SIGUSR1) == 1);
-	IN_THREAD_CHECK(__atomic_load_n(&handler_count, __ATOMIC_SEQ_CST) == 0);
+	MA_THREAD_CHECK(marcel_sigpending(&p) == 0 && marcel_sigismember(&p, SIGUSR1) == 1);
+	MA_THREAD_CHECK(__atomic_load_n(&handler_count, __ATOMIC_SEQ_CST) == 0);
 	marcel_sigset_t u1 = set_of(SIGUSR1);
-	IN_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u1, NULL) == 0);
+	MA_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u1, NULL) == 0);
 	/* Delivered before marcel_sigmask returned, here. */
-	IN_THREAD_CHECK(__atomic_load_n(&handler_count, __ATOMIC_SEQ_CST) == 1);
-	IN_THREAD_CHECK(handler_self == marcel_self());
-	IN_THREAD_CHECK(marcel_sigpending(&p) == 0 && marcel_sigismember(&p, SIGUSR1) == 0);
+	MA_THREAD_CHECK(__atomic_load_n(&handler_count, __ATOMIC_SEQ_CST) == 1);
+	MA_THREAD_CHECK(handler_self == marcel_self());
+	MA_THREAD_CHECK(marcel_sigpending(&p) == 0 && marcel_sigismember(&p, SIGUSR1) == 0);
 	return NULL;
 }
 
@@ -295,12 +284,12 @@ static any_t sig_waiter(any_t arg)
 	int i = P2I(arg), first = i % 2 ? SIGUSR2 : SIGUSR1;
 	marcel_sigset_t set = set_of(first);
 	int sig = 0;
-	IN_THREAD_CHECK(marcel_sigwait(&set, &sig) == 0 && sig == first);
+	MA_THREAD_CHECK(marcel_sigwait(&set, &sig) == 0 && sig == first);
 	marcel_sem_V(&first_taken[i]);
 	set = set_of(SIGUSR1);
 	siginfo_t info;
 	int s = marcel_sigwaitinfo(&set, &info);
-	IN_THREAD_CHECK(s == SIGUSR1 && info.si_signo == SIGUSR1 && info.si_code == SI_TKILL);
+	MA_THREAD_CHECK(s == SIGUSR1 && info.si_signo == SIGUSR1 && info.si_code == SI_TKILL);
 	return NULL;
 }
 
@@ -309,10 +298,10 @@ static any_t sig_sender(any_t arg)
 	int i = P2I(arg);
 	marcel_sem_P(&waiters_made);
 	marcel_sem_V(&waiters_made);
-	IN_THREAD_CHECK(marcel_kill(waiters[i], i % 2 ? SIGUSR2 : SIGUSR1) == 0);
+	MA_THREAD_CHECK(marcel_kill(waiters[i], i % 2 ? SIGUSR2 : SIGUSR1) == 0);
 	/* Two SIGUSR1 pending at once would merge into one. */
 	marcel_sem_P(&first_taken[i]);
-	IN_THREAD_CHECK(marcel_kill(waiters[i], SIGUSR1) == 0);
+	MA_THREAD_CHECK(marcel_kill(waiters[i], SIGUSR1) == 0);
 	return NULL;
 }
 
@@ -392,10 +381,10 @@ static any_t suspender(any_t arg)
 	marcel_sem_V(&suspender_in);
 	int r = marcel_sigsuspend(&none);
 	int e = get_errno();
-	IN_THREAD_CHECK(r == -1 && e == EINTR);
-	IN_THREAD_CHECK(handler_self == marcel_self());
+	MA_THREAD_CHECK(r == -1 && e == EINTR);
+	MA_THREAD_CHECK(handler_self == marcel_self());
 	/* Its own mask is back. */
-	IN_THREAD_CHECK(blocks(SIGUSR1) == 1);
+	MA_THREAD_CHECK(blocks(SIGUSR1) == 1);
 	return NULL;
 }
 
@@ -427,7 +416,7 @@ static any_t proc_waiter(any_t arg)
 	(void)arg;
 	marcel_sigset_t u2 = set_of(SIGUSR2);
 	int sig = 0;
-	IN_THREAD_CHECK(marcel_sigwait(&u2, &sig) == 0 && sig == SIGUSR2);
+	MA_THREAD_CHECK(marcel_sigwait(&u2, &sig) == 0 && sig == SIGUSR2);
 	return NULL;
 }
 
@@ -437,7 +426,7 @@ static any_t proc_handler_target(any_t arg)
 {
 	(void)arg;
 	marcel_sigset_t u1 = set_of(SIGUSR1);
-	IN_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u1, NULL) == 0);
+	MA_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u1, NULL) == 0);
 	marcel_sem_P(&handler_target_go);
 	return NULL;
 }

@@ -52,6 +52,29 @@ static __attribute__((noinline, unused)) void set_errno(int e)
 	errno = e;
 }
 
+/* Checks in threads other than the test's own: each records the first failed line with
+ * MA_THREAD_CHECK, and the test asserts with ma_thread_checks_passed() that none failed. */
+static int ma_thread_failed_line __attribute__((unused));
+#define MA_THREAD_CHECK(cond)                                                              \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			int zero_ = 0;                                                     \
+			__atomic_compare_exchange_n(&ma_thread_failed_line, &zero_, __LINE__, 0, \
+						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);   \
+		}                                                                          \
+	} while (0)
+
+static inline __attribute__((unused)) void ma_thread_checks_reset(void)
+{
+	__atomic_store_n(&ma_thread_failed_line, 0, __ATOMIC_SEQ_CST);
+}
+
+static inline __attribute__((unused)) void ma_thread_checks_passed(void)
+{
+	int line = __atomic_load_n(&ma_thread_failed_line, __ATOMIC_SEQ_CST);
+	ck_assert_msg(line == 0, "a thread check failed at line %d", line);
+}
+
 /* Which topology the current suite runs on; set by the fixtures below. */
 static const char *ma_test_topology;
 

@@ -186,52 +186,45 @@ static inline int marcel_sigismember(const marcel_sigset_t *set, int sig)
 {
 	return sigismember(set, sig);
 }
-/** @p dest = every signal not in @p set. @return 0. */
-static inline int marcel_signotset(marcel_sigset_t *dest, const marcel_sigset_t *set)
+/** @cond MARCEL_SIGNAL_PRIVATE */
+/* The set operations below, signal by signal (sigset_t is opaque): op 0 = not left,
+ * 1 = and, 2 = or, 3 = left and not right. */
+static inline int marcel_sigset_combine_(marcel_sigset_t *dest, const marcel_sigset_t *left,
+					 const marcel_sigset_t *right, int op)
 {
 	marcel_sigset_t r;
 	sigemptyset(&r);
-	for (int s = 1; s < MARCEL_NSIG; s++)
-		if (sigismember(set, s) == 0)
+	for (int s = 1; s < MARCEL_NSIG; s++) {
+		int l = sigismember(left, s) == 1, rt = right && sigismember(right, s) == 1;
+		if (op == 0 ? sigismember(left, s) == 0 : op == 1 ? l && rt : op == 2 ? l || rt : l && !rt)
 			sigaddset(&r, s);
+	}
 	*dest = r;
 	return 0;
+}
+/** @endcond */
+/** @p dest = every signal not in @p set. @return 0. */
+static inline int marcel_signotset(marcel_sigset_t *dest, const marcel_sigset_t *set)
+{
+	return marcel_sigset_combine_(dest, set, NULL, 0);
 }
 /** @p dest = @p left ∩ @p right. @return 0. */
 static inline int marcel_sigandset(marcel_sigset_t *dest, const marcel_sigset_t *left,
 				   const marcel_sigset_t *right)
 {
-	marcel_sigset_t r;
-	sigemptyset(&r);
-	for (int s = 1; s < MARCEL_NSIG; s++)
-		if (sigismember(left, s) == 1 && sigismember(right, s) == 1)
-			sigaddset(&r, s);
-	*dest = r;
-	return 0;
+	return marcel_sigset_combine_(dest, left, right, 1);
 }
 /** @p dest = @p left ∪ @p right. @return 0. */
 static inline int marcel_sigorset(marcel_sigset_t *dest, const marcel_sigset_t *left,
 				  const marcel_sigset_t *right)
 {
-	marcel_sigset_t r;
-	sigemptyset(&r);
-	for (int s = 1; s < MARCEL_NSIG; s++)
-		if (sigismember(left, s) == 1 || sigismember(right, s) == 1)
-			sigaddset(&r, s);
-	*dest = r;
-	return 0;
+	return marcel_sigset_combine_(dest, left, right, 2);
 }
 /** @p dest = @p left minus @p right. @return 0. */
 static inline int marcel_signandset(marcel_sigset_t *dest, const marcel_sigset_t *left,
 				    const marcel_sigset_t *right)
 {
-	marcel_sigset_t r;
-	sigemptyset(&r);
-	for (int s = 1; s < MARCEL_NSIG; s++)
-		if (sigismember(left, s) == 1 && sigismember(right, s) != 1)
-			sigaddset(&r, s);
-	*dest = r;
-	return 0;
+	return marcel_sigset_combine_(dest, left, right, 3);
 }
 /** @return 1 if @p set holds no signal, else 0. */
 static inline int marcel_sigisemptyset(const marcel_sigset_t *set)
