@@ -154,12 +154,16 @@ END_TEST
 
 /* ------------------------------------------------------------------ marcel_kill */
 
-static marcel_sem_t target_go;
+static marcel_sem_t target_go, target_ready;
 static int target_done;
+/* How long the main thread lets a thread that said it is about to block reach its wait:
+ * if it has not yet, the signal is taken as it blocks, with the same outcome. */
+#define SETTLE_US 20000
 
 static any_t waiting_target(any_t arg)
 {
 	(void)arg;
+	marcel_sem_V(&target_ready);
 	/* Blocked here when the signal comes: the handler runs, then the wait goes on. */
 	marcel_sem_P(&target_go);
 	__atomic_store_n(&target_done, 1, __ATOMIC_SEQ_CST);
@@ -181,9 +185,12 @@ static void kill_blocked_target(int one_vp)
 	reset_handlers();
 	install(SIGUSR1, on_signal);
 	marcel_sem_init(&target_go, 0);
+	marcel_sem_init(&target_ready, 0);
 	target_done = 0;
 	marcel_t t;
 	ck_assert_int_eq(marcel_create(&t, NULL, waiting_target, NULL), 0);
+	marcel_sem_P(&target_ready);
+	ck_assert_int_eq(marcel_usleep(SETTLE_US), 0);
 	ck_assert_int_eq(marcel_kill(t, SIGUSR1), 0);
 	marcel_sem_P(&handled);
 	ck_assert_ptr_eq(__atomic_load_n(&handler_self, __ATOMIC_SEQ_CST), t);
