@@ -38,9 +38,20 @@ static pthread_mutex_t ma_sig_lock = PTHREAD_MUTEX_INITIALIZER;
 /* marcel's action for each signal whose kernel handler is ma_sig_catch. */
 static struct sigaction ma_sig_table[NSIG];
 /* The siginfo of each caught signal: written before its pending bit is set, read after
- * the bit is taken (a second signal of that number arriving meanwhile may overwrite it,
- * as the kernel merges standard signals). */
-static siginfo_t ma_sig_info[NSIG];
+ * the bit is taken. Word by word, relaxed: a second signal of that number arriving
+ * meanwhile (the catcher cannot take a lock) may tear it, as the kernel merges standard
+ * signals anyway, but is no data race. */
+#define MA_SIG_INFO_WORDS (sizeof(siginfo_t) / sizeof(uint64_t))
+_Static_assert(sizeof(siginfo_t) % sizeof(uint64_t) == 0, "siginfo_t is copied in 64-bit words");
+static uint64_t ma_sig_info[NSIG][MA_SIG_INFO_WORDS];
+
+static void ma_sig_info_store(int sig, const siginfo_t *si)
+{
+	uint64_t w[MA_SIG_INFO_WORDS];
+	memcpy(w, si, sizeof(w));
+	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
+		__atomic_store_n(&ma_sig_info[sig][i], w[i], __ATOMIC_RELAXED);
+}
 static uint64_t ma_sig_kblocked;       /* blocked in the workers' kernel masks */
 static uint64_t ma_sig_wanted;         /* waited for in marcel_sigwait once */
 static uint64_t ma_sig_wanted_handled; /* handlers waited for in marcel_sigsuspend once */
@@ -65,7 +76,7 @@ static void ma_sig_catch(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	int saved = errno;
-	ma_sig_info[sig] = *si;
+	ma_sig_info_store(sig, si);
 	atomic_fetch_or(&ma_sig_proc_pending, MA_SIG_BIT(sig));
 	ma_sig_kick();
 	errno = saved;
@@ -78,7 +89,10 @@ static int ma_sig_is_catch(const struct sigaction *k)
 
 void ma_sig_proc_info(int sig, siginfo_t *info)
 {
-	*info = ma_sig_info[sig];
+	uint64_t w[MA_SIG_INFO_WORDS];
+	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
+		w[i] = __atomic_load_n(&ma_sig_info[sig][i], __ATOMIC_RELAXED);
+	memcpy(info, w, sizeof(w));
 }
 
 /* The thread to give sig to: one waiting for it (*waiting set), else one running that
@@ -139,7 +153,7 @@ static void *ma_sig_helper(void *arg)
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
 		if (sig > 0 && sig != MA_PREEMPT_SIG) {
-			ma_sig_info[sig] = si;
+			ma_sig_info_store(sig, &si);
 			atomic_fetch_or(&ma_sig_proc_pending, MA_SIG_BIT(sig));
 		}
 	}

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -438,8 +439,25 @@ static any_t proc_handler_target(any_t arg)
 	return NULL;
 }
 
+#ifdef MA_TEST_TSAN
+#define UNDER_TSAN 1
+#else
+#define UNDER_TSAN 0
+#endif
+
 START_TEST(test_process_directed)
 {
+	/* ThreadSanitizer runs a signal handler only once its kernel thread enters its
+	 * runtime again: marcel's catcher, on an idle worker asleep in the kernel, would wait
+	 * for that worker's next wake-up (doc/design.md, Known problems). There the signals
+	 * are blocked in the kernel before marcel_init instead (the old recipe: the workers
+	 * inherit the mask), and marcel's helper takes them from the kernel. */
+	sigset_t kernel_set, kernel_old;
+	sigemptyset(&kernel_set);
+	sigaddset(&kernel_set, SIGUSR1);
+	sigaddset(&kernel_set, SIGUSR2);
+	if (UNDER_TSAN)
+		ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &kernel_set, &kernel_old), 0);
 	start(0);
 	/* Every marcel thread blocks both signals except the one meant to take SIGUSR1. */
 	marcel_sigset_t both = set_of(SIGUSR1);
@@ -479,6 +497,8 @@ START_TEST(test_process_directed)
 	marcel_signal(SIGUSR1, SIG_DFL);
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &both, NULL), 0);
 	finish();
+	if (UNDER_TSAN)
+		ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &kernel_old, NULL), 0);
 }
 END_TEST
 
