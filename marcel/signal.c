@@ -64,6 +64,14 @@ static void ma_sig_tkill_info(int sig, siginfo_t *info)
 	info->si_uid = getuid();
 }
 
+/* The calling marcel thread, also inside a blocking section (where it has no worker:
+ * its mask changes, its handlers wait until it leaves the section). */
+static struct marcel_task *ma_sig_self(void)
+{
+	struct marcel_task *t = ma_task_self();
+	return t ? t : ma_tls_section_task;
+}
+
 void ma_sig_init_main(struct marcel_task *m)
 {
 	sigset_t k;
@@ -237,7 +245,7 @@ int marcel_kill(marcel_t t, int sig)
 	}
 	if (atomic_load_explicit(&t->sig_mask, memory_order_relaxed) & bit)
 		return 0; /* pending until t unblocks it */
-	if (t == ma_task_self())
+	if (t == ma_sig_self())
 		ma_sig_deliver(t);
 	else
 		ma_sig_notify(t);
@@ -246,7 +254,7 @@ int marcel_kill(marcel_t t, int sig)
 
 int marcel_raise(int sig)
 {
-	struct marcel_task *self = ma_task_self();
+	struct marcel_task *self = ma_sig_self();
 	if (!self)
 		return raise(sig);
 	int e = marcel_kill(self, sig);
@@ -255,7 +263,7 @@ int marcel_raise(int sig)
 
 int marcel_sigmask(int how, const marcel_sigset_t *set, marcel_sigset_t *oset)
 {
-	struct marcel_task *self = ma_task_self();
+	struct marcel_task *self = ma_sig_self();
 	if (!self)
 		return pthread_sigmask(how, set, oset);
 	uint64_t old = atomic_load_explicit(&self->sig_mask, memory_order_relaxed), m = old;
@@ -281,7 +289,7 @@ int marcel_sigpending(marcel_sigset_t *set)
 {
 	if (!set)
 		return ma_sig_fail(EINVAL);
-	struct marcel_task *self = ma_task_self();
+	struct marcel_task *self = ma_sig_self();
 	if (!self)
 		return sigpending(set);
 	uint64_t p = atomic_load(&self->sig_pending) | atomic_load(&ma_sig_proc_pending);
@@ -421,13 +429,12 @@ int marcel_sigsuspend(const marcel_sigset_t *mask)
 	uint64_t during = ma_sig_bits(mask) & ~MA_SIG_UNBLOCKABLE;
 	ma_sig_want(ma_sig_usable() & ~during, 0);
 	atomic_store(&self->sig_mask, during);
-	struct ma_sig_waitarg a = { self, MA_SIG_ALL & ~during };
-	uint64_t awaited = ma_sig_usable() & ~during;
-	ma_sig_waiting(awaited, 1);
+	struct ma_sig_waitarg a = { self, ma_sig_usable() & ~during };
+	ma_sig_waiting(a.want, 1);
 	/* Until a handler ran: ignored signals and spurious wake-ups do not end it. */
 	while (ma_sig_deliver_waiting(self) == 0)
 		ma_sig_block(&a, MA_NO_DEADLINE);
-	ma_sig_waiting(awaited, -1);
+	ma_sig_waiting(a.want, -1);
 	atomic_store(&self->sig_mask, old);
 	/* The mask restored may unblock what the one of the wait blocked. */
 	ma_sig_check(self);

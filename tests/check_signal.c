@@ -149,6 +149,17 @@ START_TEST(test_masks_independent)
 	ck_assert_int_eq(marcel_sigismember(&all, SIGSTOP), 0);
 	ck_assert_int_eq(marcel_sigismember(&all, SIGUSR1), 1);
 	ck_assert_int_eq(marcel_sigmask(SIG_SETMASK, &cur, NULL), 0);
+	/* Inside a blocking section the mask is still the thread's, not its kernel thread's. */
+	marcel_sigset_t u2 = set_of(SIGUSR2);
+	ck_assert_int_eq(marcel_enter_blocking_section(), 0);
+	int e = marcel_sigmask(SIG_BLOCK, &u2, NULL);
+	sigset_t kernel;
+	pthread_sigmask(SIG_BLOCK, NULL, &kernel);
+	ck_assert_int_eq(marcel_leave_blocking_section(), 0);
+	ck_assert_int_eq(e, 0);
+	ck_assert_int_eq(sigismember(&kernel, SIGUSR2), 0);
+	ck_assert_int_eq(blocks(SIGUSR2), 1);
+	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &u2, NULL), 0);
 	finish();
 }
 END_TEST

@@ -47,9 +47,10 @@
  * thread. `SIGKILL` and `SIGSTOP` cannot be caught or blocked: marcel_kill() sends them
  * to the process. `SIGRTMIN + 7` belongs to marcel's preemption: EINVAL.
  *
- * Outside a marcel thread (before marcel_init(), in a kernel thread of the program's own,
- * inside a blocking section) these calls are the C library's (marcel_sigmask() is
- * `pthread_sigmask`, marcel_sigwait() is `sigwait` in a blocking section...).
+ * Outside a marcel thread (before marcel_init(), in a kernel thread of the program's own)
+ * these calls are the C library's (marcel_sigmask() is `pthread_sigmask`, marcel_sigwait()
+ * is `sigwait`...). Inside a blocking section a thread's mask and pending set are still
+ * its own, its handlers wait until it leaves the section, and the waits are the kernel's.
  * The kernel's own waits stay available in `marcel/blocking.h`:
  * marcel_blocking_sigwait() and its siblings.
  */
