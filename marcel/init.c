@@ -41,6 +41,9 @@ static void ma_idle_task_init(struct ma_worker *w)
 /* Frees whatever marcel_init built; safe on a partially built runtime. */
 static void ma_runtime_free(void)
 {
+	/* First: what follows may take C library locks, whose wrappers (foreign_locks.c)
+	 * read the current thread through it. */
+	ma_tls_worker = NULL;
 	if (ma_rt.workers) {
 		ma_stack_pools_free();
 		ma_task_pools_free();
@@ -55,7 +58,6 @@ static void ma_runtime_free(void)
 		sched_setaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity);
 		ma_main_affinity_saved = 0;
 	}
-	ma_tls_worker = NULL;
 	memset(&ma_rt, 0, sizeof(ma_rt));
 }
 

@@ -180,6 +180,9 @@ struct marcel_task {
 	/* marcel_thread_preemption_disable nesting; written by the thread itself, read by the
 	 * preemption handler on the same kernel thread. */
 	atomic_int preempt_off;
+	/* Locks of the C library (or C++ statics being initialised) it holds: not at a safe
+	 * point while not zero. Written by the thread itself (foreign_locks.c). */
+	atomic_int foreign_locks;
 	/* Its bubble is being regenerated: at the next preemption point the thread leaves its
 	 * worker even if nothing else is ready (ma_yield_preempted). */
 	atomic_int leave_req;
@@ -326,6 +329,7 @@ struct ma_options {
 	long idle_spin_us;                /* MARCEL_IDLE_SPIN; -1: automatic */
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
+	int timeslice_given;              /* set by the user: refused where it cannot work */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
 	int debug;                        /* MARCEL_DEBUG: say what waits may never end */
 	char topology_buf[4096];
@@ -392,7 +396,7 @@ extern struct ma_runtime ma_rt MA_HIDDEN;
  * the runtime it was set up in, and its pointers into that runtime with it. */
 extern unsigned ma_runtime_gen MA_HIDDEN;
 /* The thread in a blocking section on this kernel thread (blocking.c), if any. */
-extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN;
+extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN __attribute__((tls_model("initial-exec")));
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
 
 /* marcel_end; with `all`, waiting for the threads of marcel_create_posix too (main's

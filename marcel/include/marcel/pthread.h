@@ -74,8 +74,10 @@
  * `accept4`, `pause`, `sigwait`, `sigwaitinfo`, `sigtimedwait`, `sigsuspend`,
  * `waitpid`) onto blocking sections (@ref marcel_pthread_blocking). `read`, `write`,
  * `recv`, `send`, `connect`, `wait` are not: use marcel_read(), marcel_recv()... where
- * they may wait. Since scheduling is cooperative, a busy-wait loop must call
- * `sched_yield()` or sleep, or it may never let the thread it waits for run.
+ * they may wait. A busy-wait loop should call `sched_yield()` or sleep: time slicing
+ * (10 ms by default, where preemption works) ends such a wait only after a slice, and
+ * with `MARCEL_TIMESLICE=0` or where preemption does not work it would never let the
+ * thread it waits for run.
  */
 #ifndef MARCEL_PTHREAD_H
 #define MARCEL_PTHREAD_H
