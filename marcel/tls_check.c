@@ -49,6 +49,7 @@ struct ma_tls_module {
 static struct {
 	unsigned n;
 	unsigned skipped;                 /* modules past MA_TLS_MAX_MODULES */
+	int program_has_marcel;           /* libmarcel linked into the program */
 	struct ma_tls_module m[MA_TLS_MAX_MODULES];
 	atomic_ulong kts;                 /* kernel threads seen: their serial numbers */
 } ma_tls;
@@ -100,7 +101,11 @@ static int ma_tls_scan_module(struct dl_phdr_info *info, size_t size, void *arg)
 	const char *block = info->dlpi_tls_data;
 	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
 	/* libmarcel's own block holds the anchor (the program's, if it was linked in). */
-	if (!memsz || (anchor >= block && anchor < block + memsz) || ma_tls_runtime_module(name))
+	if (memsz && anchor >= block && anchor < block + memsz) {
+		ma_tls.program_has_marcel = name == program_invocation_name;
+		return 0;
+	}
+	if (!memsz || ma_tls_runtime_module(name))
 		return 0;
 	if (ma_tls.n == MA_TLS_MAX_MODULES) {
 		ma_tls.skipped++;
@@ -127,6 +132,7 @@ static void *ma_tls_scan(void *arg)
 void ma_tls_check_start(void)
 {
 	ma_tls.n = ma_tls.skipped = 0;
+	ma_tls.program_has_marcel = 0;
 	pthread_t th;
 	int e = pthread_create(&th, NULL, ma_tls_scan, NULL);
 	if (e) {
@@ -135,6 +141,9 @@ void ma_tls_check_start(void)
 		return;
 	}
 	pthread_join(th, NULL);
+	if (ma_tls.program_has_marcel)
+		fprintf(stderr, "marcel: warning: MARCEL_DEBUG: libmarcel is linked statically into the "
+				"program, whose own __thread variables are then not watched\n");
 	if (ma_tls.skipped)
 		fprintf(stderr, "marcel: warning: MARCEL_DEBUG: the thread-local storage of %u modules "
 				"past the first %u is not watched\n", ma_tls.skipped, MA_TLS_MAX_MODULES);
