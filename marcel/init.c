@@ -11,6 +11,7 @@
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
 #include "ma_preempt.h"
+#include "ma_tls_check.h"
 
 /* How long an idle worker polls before it sleeps (MARCEL_IDLE_SPIN=auto). A sleeping
  * worker costs its waker a futex wake and itself the wake-up of its processor, which a
@@ -261,7 +262,11 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.running = 1;
+	/* Before the other kernel threads start: they read what it finds. */
+	if (ma_rt.opt.debug)
+		ma_tls_check_start();
 	if ((e = ma_carriers_start())) {
+		ma_tls_check_stop();
 		ma_strategies_stop();
 		ma_bubbles_stop();
 		ma_cpu_clock_stop();
@@ -274,6 +279,7 @@ int marcel_init(int *argc, char **argv)
 	if ((e = ma_preempt_start())) {
 		ma_strategies_stop();
 		ma_carriers_stop();
+		ma_tls_check_stop();
 		ma_bubbles_stop();
 		ma_cpu_clock_stop();
 		ma_overflow_handler_remove();
@@ -406,6 +412,7 @@ void ma_end(int all)
 	}
 
 	ma_carriers_stop();
+	ma_tls_check_stop();
 	ma_bubbles_stop();
 	ma_cpu_clock_stop();
 	ma_overflow_handler_remove();

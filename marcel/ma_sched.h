@@ -213,6 +213,14 @@ struct marcel_task {
 	size_t asan_size;
 	/* ThreadSanitizer fiber of this context (unused in normal builds; ma_sanitizer.h). */
 	void *tsan_fiber;
+	/* MARCEL_DEBUG's thread-local storage check (tls_check.c), written on the kernel
+	 * thread running or just left by the thread: the modules whose `__thread` variables
+	 * it left changed (bits), the kernel thread it left them on, the modules already
+	 * reported. Meaningful only while tls_owner is the thread's id: a reused descriptor
+	 * is not reset, so that creation pays nothing for it. */
+	uint64_t tls_owner;
+	unsigned long tls_kt;
+	uint32_t tls_left, tls_warned;
 } __attribute__((aligned(64)));
 
 /* Someone waiting for an event: a marcel task (blocks in the scheduler) or a kernel thread
@@ -331,7 +339,8 @@ struct ma_options {
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
 	int timeslice_given;              /* set by the user: refused where it cannot work */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
-	int debug;                        /* MARCEL_DEBUG: say what waits may never end */
+	int debug;                        /* MARCEL_DEBUG: say what waits may never end, and
+					     which threads leave __thread data behind */
 	char topology_buf[4096];
 	char bubble_sched_buf[64];
 	char trace_buf[4096];

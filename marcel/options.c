@@ -164,7 +164,8 @@ static int ma_opt_trace(struct ma_options *o, const char *v, const char **accept
 
 static int ma_opt_debug(struct ma_options *o, const char *v, const char **accepted)
 {
-	*accepted = "0 (quiet) or 1 (name threads a wait may never see end)";
+	*accepted = "0 (quiet) or 1 (name threads a wait may never see end, and threads that "
+		    "leave __thread data behind when they move)";
 	if (strcmp(v, "0") && strcmp(v, "1"))
 		return -1;
 	o->debug = v[0] == '1';

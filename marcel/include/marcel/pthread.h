@@ -55,10 +55,11 @@
  *    priorities (marcel_attr_setprio()) and VP sets (marcel_attr_setvpset()) instead.
  *  - robust and priority-protocol mutexes, `pthread_*_clock*` waits, guard size and
  *    user-provided stacks: build errors.
- *  - thread-local storage: `__thread` / `_Thread_local` variables belong to the worker
- *    kernel thread, not to the user-level thread, and a thread may move between workers
- *    at any blocking point. Use keys (`pthread_key_create`) instead. `errno` is per
- *    user-level thread.
+ *  - thread-local storage: `__thread` / `_Thread_local` variables belong to the kernel
+ *    thread, not to the user-level thread, and a thread may move to another kernel
+ *    thread at any blocking point or blocking section. Use keys (`pthread_key_create`)
+ *    instead. `errno` is per user-level thread. With `MARCEL_DEBUG=1`, a thread that
+ *    leaves data in such variables and moves is reported on stderr.
  *  - `pthread_atfork` and `fork` without an immediate `exec`.
  *  - C++ threads (`std::thread`, `std::mutex`, `std::condition_variable`): they stay
  *    kernel-level. The header may come before or after the standard C++ headers: in C++

@@ -70,7 +70,8 @@ void marcel_end(void);
  * the previous kernel thread's `errno` after it. Read `errno` right after the failing
  * call in a function that did not touch `errno` before it (or prefer marcel's return
  * codes, which never go through `errno`). Thread-local variables (`__thread`) are per
- * kernel thread for the same reason.
+ * kernel thread for the same reason; `MARCEL_DEBUG=1` reports a thread that leaves data
+ * in them and resumes on another kernel thread.
  * @{ */
 
 /**
