@@ -372,6 +372,25 @@ static void mode_sync(void)
 	printf("preload-prog sync: ok\n");
 }
 
+/* ---- mainexit: pthread_exit from main waits for the other threads ---- */
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	usleep(50000);
+	printf("preload-prog mainexit: the last thread ended after main's pthread_exit: ok\n");
+	fflush(stdout);
+	return NULL;
+}
+
+static void mode_mainexit(void)
+{
+	pthread_t t;
+	CHECK0(pthread_create(&t, NULL, late_thread, NULL));
+	CHECK0(pthread_detach(t));
+	pthread_exit(NULL);
+}
+
 int main(int argc, char **argv)
 {
 	marcel_self_fn = (void *(*)(void))dlsym(RTLD_DEFAULT, "marcel_self");
@@ -392,8 +411,10 @@ int main(int argc, char **argv)
 		mode_many();
 	else if (!strcmp(mode, "sync"))
 		mode_sync();
+	else if (!strcmp(mode, "mainexit"))
+		mode_mainexit();
 	else {
-		fprintf(stderr, "preload-prog: mode '%s': expected handoff, prodcons, pool, many or sync\n", mode);
+		fprintf(stderr, "preload-prog: mode '%s': expected handoff, prodcons, pool, many, sync or mainexit\n", mode);
 		return 2;
 	}
 	return 0;

@@ -50,7 +50,7 @@ check() { # label, expected text, command... (under the preload)
 }
 
 synth="pack:2 numa:2 core:4 pu:2"
-for mode in handoff prodcons pool many sync; do
+for mode in handoff prodcons pool many sync mainexit; do
 	check "$mode, 1 VP" "preload-prog $mode" env MARCEL_NVP=1 "$work/prog" $mode
 	check "$mode, default" "preload-prog $mode" "$work/prog" $mode
 	check "$mode, synthetic 32 PUs" "preload-prog $mode" env MARCEL_TOPOLOGY="$synth" "$work/prog" $mode
