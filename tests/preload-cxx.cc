@@ -1,5 +1,5 @@
 // An ordinary C++ program (std::thread, std::mutex, std::condition_variable,
-// std::call_once; no marcel header, built with plain `c++ -pthread`), run by
+// std::call_once, recursive, shared and timed mutexes; no marcel header, built with plain `c++ -pthread`), run by
 // preload-run.sh under LD_PRELOAD=libmarcel-preload.so: libstdc++ builds these on the
 // pthread calls, which become marcel's. Prints "preload-cxx: ok" or exits non-zero.
 #include <dlfcn.h>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,40 @@ int main()
 	for (auto &t : us)
 		t.join();
 	CHECK(calls == 1);
-	std::printf("preload-cxx: %d std::threads on marcel: ok\n", n + 16);
+	// recursive_mutex (glibc's recursive static initialiser, converted at first use),
+	// shared_mutex (rwlock), timed_mutex (clocklock) from several threads.
+	std::recursive_mutex rm;
+	std::shared_mutex sm;
+	std::timed_mutex tm;
+	long counter = 0, readers_saw = 0;
+	std::vector<std::thread> vs;
+	for (int i = 0; i < 8; i++)
+		vs.emplace_back([&] {
+			for (int k = 0; k < 200; k++) {
+				{
+					std::lock_guard<std::recursive_mutex> a(rm);
+					std::lock_guard<std::recursive_mutex> b(rm);
+					counter++;
+				}
+				{
+					std::shared_lock<std::shared_mutex> r(sm);
+					if (counter > 0)
+						__atomic_fetch_add(&readers_saw, 1, __ATOMIC_RELAXED);
+				}
+				std::unique_lock<std::timed_mutex> t(tm, std::chrono::seconds(10));
+				CHECK(t.owns_lock());
+				std::this_thread::yield();
+			}
+		});
+	for (auto &t : vs)
+		t.join();
+	CHECK(counter == 8 * 200);
+	CHECK(readers_saw == 8 * 200);
+	{
+		std::unique_lock<std::timed_mutex> held(tm);
+		std::thread other([&] { CHECK(!tm.try_lock_for(std::chrono::milliseconds(10))); });
+		other.join();
+	}
+	std::printf("preload-cxx: %d std::threads on marcel: ok\n", n + 16 + 9);
 	return 0;
 }
