@@ -11,6 +11,7 @@ struct ma_pl_attr {
 	size_t stacksize; /* 0: marcel's default (MARCEL_STACK_SIZE) */
 	size_t guardsize;
 	int scope, inherit, policy, prio;
+	void *stackaddr; /* lowest address, set by pthread_getattr_np for main only */
 };
 _Static_assert(sizeof(struct ma_pl_attr) <= sizeof(pthread_attr_t), "thread attributes fit in pthread_attr_t");
 
@@ -193,7 +194,31 @@ MA_PRELOAD_API int pthread_attr_getstack(const pthread_attr_t *a, void **addr, s
 {
 	if (MA_PL_FROM_RUNTIME() || (a && MA_PL_CATTR(a)->magic != MA_PL_MAGIC))
 		return MA_PL_REAL(pthread_attr_getstack)(a, addr, size);
-	return ma_pl_unsupported("pthread_attr_getstack", "marcel allocates the stacks", ENOTSUP);
+	if (!a || !addr || !size)
+		return EINVAL;
+	if (!MA_PL_CATTR(a)->stackaddr)
+		return ma_pl_unsupported("pthread_attr_getstack", "marcel allocates the stacks", ENOTSUP);
+	*addr = MA_PL_CATTR(a)->stackaddr;
+	*size = MA_PL_CATTR(a)->stacksize;
+	return 0;
+}
+
+int ma_pl_attr_main(pthread_t main_kernel_thread, pthread_attr_t *a)
+{
+	pthread_attr_t g;
+	void *addr;
+	size_t size;
+	int e = MA_PL_REAL(pthread_getattr_np)(main_kernel_thread, &g);
+	if (e)
+		return e;
+	e = MA_PL_REAL(pthread_attr_getstack)(&g, &addr, &size);
+	MA_PL_REAL(pthread_attr_destroy)(&g);
+	if (e)
+		return e;
+	pthread_attr_init(a);
+	MA_PL_ATTR(a)->stackaddr = addr;
+	MA_PL_ATTR(a)->stacksize = size;
+	return 0;
 }
 
 MA_PRELOAD_API int pthread_attr_setstackaddr(pthread_attr_t *a, void *addr)

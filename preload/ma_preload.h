@@ -62,6 +62,10 @@ marcel_mutex_t *ma_pl_mutex(pthread_mutex_t *m);
  * EINVAL if @p a was not initialised by pthread_attr_init. */
 int ma_pl_attr_to_marcel(const pthread_attr_t *a, marcel_attr_t *out);
 
+/* Fills a pthread_attr_t with the process's main stack (pthread_getattr_np of main,
+ * the one marcel thread whose stack the C library knows). */
+int ma_pl_attr_main(pthread_t main_kernel_thread, pthread_attr_t *a);
+
 /* The deadline on clock `to` equivalent to `abstime` on clock `from` (the pthread_*clock*
  * calls name a clock, marcel's waits take their object's). EINVAL for an unknown clock
  * or a malformed time. */

@@ -196,10 +196,25 @@ MA_PRELOAD_API int pthread_getcpuclockid(pthread_t t, clockid_t *c)
 	return ma_pl_unsupported("pthread_getcpuclockid", "no per-thread CPU clock", ENOTSUP);
 }
 
+/* main's marcel handle and the C library's handle of the kernel thread whose stack it
+ * runs on, taken where both are main's: in a constructor, which runs before main could
+ * move to another worker. */
+static pthread_t ma_pl_main, ma_pl_main_kernel;
+
+__attribute__((constructor)) static void ma_pl_note_main(void)
+{
+	ma_pl_main = (pthread_t)(uintptr_t)marcel_self();
+	ma_pl_main_kernel = MA_PL_REAL(pthread_self)();
+}
+
+/* For main, whose stack is the process's (a Rust program asks at start-up), the C
+ * library's answer; other marcel stacks are not published. */
 MA_PRELOAD_API int pthread_getattr_np(pthread_t t, pthread_attr_t *a)
 {
 	if (MA_PL_FROM_RUNTIME())
 		return MA_PL_REAL(pthread_getattr_np)(t, a);
+	if (t && t == ma_pl_main)
+		return ma_pl_attr_main(ma_pl_main_kernel, a);
 	return ma_pl_unsupported("pthread_getattr_np", "marcel does not publish its threads' stacks", ENOTSUP);
 }
 

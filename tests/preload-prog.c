@@ -292,6 +292,13 @@ static void *wait_cancelable(void *arg)
 	return NULL;
 }
 
+static void *getattr_thread(void *arg)
+{
+	pthread_attr_t a;
+	(void)arg;
+	return (void *)(long)pthread_getattr_np(pthread_self(), &a);
+}
+
 static void mode_sync(void)
 {
 	CHECK0(pthread_mutex_lock(&rec));
@@ -369,6 +376,19 @@ static void mode_sync(void)
 	/* Unsupported calls fail, and say so, rather than act on a marcel thread. */
 	CHECK(pthread_kill(pthread_self(), SIGUSR1) == ENOTSUP);
 	CHECK(pthread_kill(pthread_self(), 0) == 0);
+	/* main's stack is the process's, which the C library knows; other threads' are not
+	 * published. */
+	pthread_attr_t ga;
+	void *addr;
+	size_t size;
+	int local;
+	CHECK0(pthread_getattr_np(pthread_self(), &ga));
+	CHECK0(pthread_attr_getstack(&ga, &addr, &size));
+	CHECK((char *)&local >= (char *)addr && (char *)&local < (char *)addr + size);
+	CHECK0(pthread_attr_destroy(&ga));
+	CHECK0(pthread_create(&w, NULL, getattr_thread, NULL));
+	CHECK0(pthread_join(w, &ret));
+	CHECK(ret == (void *)(long)ENOTSUP);
 	printf("preload-prog sync: ok\n");
 }
 
