@@ -15,8 +15,9 @@ fail=0
 
 # A sanitizer build's libmarcel needs its sanitizer runtime loaded first, which a program
 # built without it does not have: AddressSanitizer refuses to start ("ASan runtime does
-# not come first"), ThreadSanitizer's runtime cannot be preloaded after the program's
-# libc, and their pthread_create interceptors would wrap marcel's threads in kernel-thread
+# not come first"; preloading libasan.so first crashes in its interceptors), and with
+# ThreadSanitizer the program crashes at start (its runtime is initialised too late);
+# their pthread_create interceptors would also wrap marcel's threads in kernel-thread
 # state of their own. The interposer is tested in the default and ucontext builds.
 for so in "$lib" "$libdir/libmarcel.so"; do
 	if readelf -d "$so" 2>/dev/null | grep -q 'NEEDED.*lib\(asan\|tsan\|ubsan\|hwasan\)'; then
