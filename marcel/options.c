@@ -197,6 +197,11 @@ static const char *const ma_future_env[] = {
 	"MARCEL_HWPRIO",
 };
 
+/* Read by the libraries built on libmarcel (libmarcel-preload), not by the runtime. */
+static const char *const ma_companion_env[] = {
+	"MARCEL_PRELOAD_REPORT",
+};
+
 static void ma_check_unknown_env(void)
 {
 	for (char **e = environ; e && *e; e++) {
@@ -206,6 +211,8 @@ static void ma_check_unknown_env(void)
 		int known = 0;
 		for (size_t i = 0; i < MA_NB_OPTS && !known; i++)
 			known = strlen(ma_opts[i].env) == len && !strncmp(*e, ma_opts[i].env, len);
+		for (size_t i = 0; i < sizeof(ma_companion_env) / sizeof(*ma_companion_env) && !known; i++)
+			known = strlen(ma_companion_env[i]) == len && !strncmp(*e, ma_companion_env[i], len);
 		for (size_t i = 0; i < sizeof(ma_future_env) / sizeof(*ma_future_env) && !known; i++)
 			if (strlen(ma_future_env[i]) == len && !strncmp(*e, ma_future_env[i], len)) {
 				fprintf(stderr, "marcel: warning: %.*s is not supported by this version yet; "
