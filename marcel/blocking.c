@@ -6,7 +6,7 @@
  */
 #include "ma_sync.h"
 
-__thread struct marcel_task *ma_tls_section_task;
+__thread struct marcel_task *ma_tls_section_task __attribute__((tls_model("initial-exec")));
 
 int marcel_enter_blocking_section(void)
 {

@@ -19,6 +19,7 @@
 #include "ma_bubble.h"
 #include "ma_sanitizer.h"
 #include "ma_preempt.h"
+#include "ma_tls_check.h"
 
 #define MA_CARRIER_STACK_SIZE ((size_t)64 * 1024)
 
@@ -109,6 +110,7 @@ static struct marcel_task *ma_carrier_run_task(struct ma_carrier *c, struct marc
 /* Finishes for `from`, which just switched back to this carrier and is now saved. */
 static void ma_carrier_finish(struct marcel_task *from)
 {
+	ma_tls_check_switch(NULL, from);
 	ma_tls_worker = NULL;
 	if (from->post == MA_POST_REQUEUE) {
 		/* A thread leaving a blocking section: it may run anywhere it is allowed. */
@@ -178,6 +180,7 @@ static void *ma_carrier_thread(void *arg)
 	ma_preempt_thread_start(c);
 	ma_carrier_loop(c, NULL);
 	ma_preempt_thread_end(c);
+	ma_tls_check_thread_end();
 	ma_altstack_teardown(&c->altstack, 0);
 	ma_tls_carrier = NULL;
 	ma_tls_worker = NULL;

@@ -12,6 +12,7 @@
 #include "ma_trace.h"
 #include "ma_preempt.h"
 #include "ma_signal.h"
+#include "ma_tls_check.h"
 
 /* How long an idle worker polls before it sleeps (MARCEL_IDLE_SPIN=auto). A sleeping
  * worker costs its waker a futex wake and itself the wake-up of its processor, which a
@@ -42,6 +43,9 @@ static void ma_idle_task_init(struct ma_worker *w)
 /* Frees whatever marcel_init built; safe on a partially built runtime. */
 static void ma_runtime_free(void)
 {
+	/* First: what follows may take C library locks, whose wrappers (foreign_locks.c)
+	 * read the current thread through it. */
+	ma_tls_worker = NULL;
 	if (ma_rt.workers) {
 		ma_stack_pools_free();
 		ma_task_pools_free();
@@ -56,7 +60,6 @@ static void ma_runtime_free(void)
 		sched_setaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity);
 		ma_main_affinity_saved = 0;
 	}
-	ma_tls_worker = NULL;
 	memset(&ma_rt, 0, sizeof(ma_rt));
 }
 
@@ -261,7 +264,11 @@ int marcel_init(int *argc, char **argv)
 		return e;
 	}
 	ma_rt.running = 1;
+	/* Before the other kernel threads start: they read what it finds. */
+	if (ma_rt.opt.debug)
+		ma_tls_check_start();
 	if ((e = ma_carriers_start())) {
+		ma_tls_check_stop();
 		ma_strategies_stop();
 		ma_bubbles_stop();
 		ma_cpu_clock_stop();
@@ -274,6 +281,7 @@ int marcel_init(int *argc, char **argv)
 	if ((e = ma_preempt_start())) {
 		ma_strategies_stop();
 		ma_carriers_stop();
+		ma_tls_check_stop();
 		ma_bubbles_stop();
 		ma_cpu_clock_stop();
 		ma_overflow_handler_remove();
@@ -407,6 +415,7 @@ void ma_end(int all)
 	}
 
 	ma_carriers_stop();
+	ma_tls_check_stop();
 	ma_bubbles_stop();
 	ma_cpu_clock_stop();
 	ma_overflow_handler_remove();

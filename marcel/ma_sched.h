@@ -185,6 +185,9 @@ struct marcel_task {
 	/* marcel_thread_preemption_disable nesting; written by the thread itself, read by the
 	 * preemption handler on the same kernel thread. */
 	atomic_int preempt_off;
+	/* Locks of the C library (or C++ statics being initialised) it holds: not at a safe
+	 * point while not zero. Written by the thread itself (foreign_locks.c). */
+	atomic_int foreign_locks;
 	/* Its bubble is being regenerated: at the next preemption point the thread leaves its
 	 * worker even if nothing else is ready (ma_yield_preempted). */
 	atomic_int leave_req;
@@ -215,6 +218,14 @@ struct marcel_task {
 	size_t asan_size;
 	/* ThreadSanitizer fiber of this context (unused in normal builds; ma_sanitizer.h). */
 	void *tsan_fiber;
+	/* MARCEL_DEBUG's thread-local storage check (tls_check.c), written on the kernel
+	 * thread running or just left by the thread: the modules whose `__thread` variables
+	 * it left changed (bits), the kernel thread it left them on, the modules already
+	 * reported. Meaningful only while tls_owner is the thread's id: a reused descriptor
+	 * is not reset, so that creation pays nothing for it. */
+	uint64_t tls_owner;
+	unsigned long tls_kt;
+	uint32_t tls_left, tls_warned;
 } __attribute__((aligned(64)));
 
 /* Someone waiting for an event: a marcel task (blocks in the scheduler) or a kernel thread
@@ -331,8 +342,10 @@ struct ma_options {
 	long idle_spin_us;                /* MARCEL_IDLE_SPIN; -1: automatic */
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
+	int timeslice_given;              /* set by the user: refused where it cannot work */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
-	int debug;                        /* MARCEL_DEBUG: say what waits may never end */
+	int debug;                        /* MARCEL_DEBUG: say what waits may never end, and
+					     which threads leave __thread data behind */
 	char topology_buf[4096];
 	char bubble_sched_buf[64];
 	char trace_buf[4096];
@@ -397,7 +410,7 @@ extern struct ma_runtime ma_rt MA_HIDDEN;
  * the runtime it was set up in, and its pointers into that runtime with it. */
 extern unsigned ma_runtime_gen MA_HIDDEN;
 /* The thread in a blocking section on this kernel thread (blocking.c), if any. */
-extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN;
+extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN __attribute__((tls_model("initial-exec")));
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
 
 /* marcel_end; with `all`, waiting for the threads of marcel_create_posix too (main's

@@ -15,6 +15,10 @@ extern char **environ;
 
 #define MA_DEFAULT_STACK_SIZE ((size_t)128 * 1024)
 #define MA_DEFAULT_MAXARITY 8u
+/* Marcel's: long enough that the switches cost under 1% (bench_preempt), short enough
+ * that a busy-wait on a flag another thread of its VP sets ends soon. Only where
+ * preemption works; elsewhere the default is cooperative, silently. */
+#define MA_DEFAULT_TIMESLICE_US 10000u
 
 typedef int (*ma_opt_parser)(struct ma_options *o, const char *v, const char **accepted);
 
@@ -144,6 +148,7 @@ static int ma_opt_timeslice(struct ma_options *o, const char *v, const char **ac
 	if (ma_parse_uint(v, 0, 10000000, &x) || (x && x < 10))
 		return -1;
 	o->timeslice_us = (unsigned)x;
+	o->timeslice_given = 1;
 	return 0;
 }
 
@@ -159,7 +164,8 @@ static int ma_opt_trace(struct ma_options *o, const char *v, const char **accept
 
 static int ma_opt_debug(struct ma_options *o, const char *v, const char **accepted)
 {
-	*accepted = "0 (quiet) or 1 (name threads a wait may never see end)";
+	*accepted = "0 (quiet) or 1 (name threads a wait may never see end, and threads that "
+		    "leave __thread data behind when they move)";
 	if (strcmp(v, "0") && strcmp(v, "1"))
 		return -1;
 	o->debug = v[0] == '1';
@@ -191,6 +197,11 @@ static const char *const ma_future_env[] = {
 	"MARCEL_HWPRIO",
 };
 
+/* Read by the libraries built on libmarcel (libmarcel-preload), not by the runtime. */
+static const char *const ma_companion_env[] = {
+	"MARCEL_PRELOAD_REPORT",
+};
+
 static void ma_check_unknown_env(void)
 {
 	for (char **e = environ; e && *e; e++) {
@@ -200,6 +211,8 @@ static void ma_check_unknown_env(void)
 		int known = 0;
 		for (size_t i = 0; i < MA_NB_OPTS && !known; i++)
 			known = strlen(ma_opts[i].env) == len && !strncmp(*e, ma_opts[i].env, len);
+		for (size_t i = 0; i < sizeof(ma_companion_env) / sizeof(*ma_companion_env) && !known; i++)
+			known = strlen(ma_companion_env[i]) == len && !strncmp(*e, ma_companion_env[i], len);
 		for (size_t i = 0; i < sizeof(ma_future_env) / sizeof(*ma_future_env) && !known; i++)
 			if (strlen(ma_future_env[i]) == len && !strncmp(*e, ma_future_env[i], len)) {
 				fprintf(stderr, "marcel: warning: %.*s is not supported by this version yet; "
@@ -229,6 +242,7 @@ int ma_options_parse(struct ma_options *o, int *argc, char **argv)
 	o->stack_size = MA_DEFAULT_STACK_SIZE;
 	o->spin = -1;
 	o->idle_spin_us = -1;
+	o->timeslice_us = MA_DEFAULT_TIMESLICE_US;
 	const char *accepted = "";
 
 	for (size_t i = 0; i < MA_NB_OPTS; i++) {

@@ -34,9 +34,12 @@
  * tries again. A thread with preemption disabled is not signalled at all: it yields in
  * marcel_thread_preemption_enable if a preemption is pending for it.
  *
- * The pc rule only sees the innermost frame: code holding a lock marcel does not know
- * (a library's pthread mutex), or that libc calls back while holding one of its own, must
- * disable preemption (see marcel_thread_preemption_disable).
+ * The pc rule only sees the innermost frame, so the locks of the C library a thread
+ * holds (pthread mutexes, spin and read-write locks, stdio locks, a pthread_once or C++
+ * static initialiser running) are counted apart (foreign_locks.c) and make the point
+ * unsafe too. Other locks marcel does not know (a library's own futex locks), and code
+ * that libc calls back while holding one of its own, must disable preemption (see
+ * marcel_thread_preemption_disable).
  *
  * Sanitizers: AddressSanitizer and UBSan leave signal delivery alone, and the tests run
  * there. ThreadSanitizer runs handlers late, on a copy of the context, so nothing can be
@@ -373,6 +376,7 @@ static int ma_preempt_unsafe(struct ma_worker *w, struct marcel_task *t, const u
 {
 	if (t->is_idle || !t->preemptible || t->in_section ||
 	    atomic_load_explicit(&t->preempt_off, memory_order_relaxed) ||
+	    atomic_load_explicit(&t->foreign_locks, memory_order_relaxed) ||
 	    atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_RUNNING ||
 	    atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
 	    atomic_load_explicit(&ma_rt.stopping, memory_order_relaxed))
@@ -613,6 +617,8 @@ int ma_preempt_start(void)
 	unsigned ts = ma_rt.opt.timeslice_us;
 	memset(ma_pvp, 0, ma_rt.nb_vps * sizeof(ma_pvp[0]));
 	atomic_store(&ma_pt.requests, 0);
+	if (!ma_preempt_available() && !ma_rt.opt.timeslice_given)
+		ts = 0; /* the default slice, where it cannot work: cooperative */
 	ma_pt.period_ns = (uint64_t)ts * 1000;
 	if (!ma_preempt_available()) {
 		if (!ts)

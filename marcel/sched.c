@@ -14,6 +14,7 @@
 #include "ma_bubble.h"
 #include "ma_sanitizer.h"
 #include "ma_signal.h"
+#include "ma_tls_check.h"
 #include "ma_trace.h"
 
 /* The exited task's stack is free now; its death was published before the switch. */
@@ -70,9 +71,11 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 }
 
 /* Work common to every context resuming after a switch (or starting). */
-static inline struct ma_worker *ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
+static inline __attribute__((always_inline)) struct ma_worker *
+ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
 {
 	ma_asan_finish_switch(self->asan_fake_stack, &prev->asan_bottom, &prev->asan_size);
+	ma_tls_check_switch(self, prev);
 	struct ma_worker *w = ma_worker_self();
 	ma_finish_switch(w, prev);
 	return w;

@@ -118,6 +118,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	MA_ZERO_ATOMIC(t->suspend_req);
 	MA_ZERO_ATOMIC(t->parked);
 	MA_ZERO_ATOMIC(t->preempt_off);
+	MA_ZERO_ATOMIC(t->foreign_locks);
 	MA_ZERO_ATOMIC(t->leave_req);
 	MA_ZERO_ATOMIC(t->hosts_seed);
 	MA_ZERO_ATOMIC(t->move_req);

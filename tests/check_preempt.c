@@ -1,11 +1,11 @@
 /*
  * Preemption (MARCEL_TIMESLICE): compute loops that never yield share a VP under a time
- * slice and not without one; preemption_disable and the non-preemptible attribute keep
- * a thread running; every register survives; malloc/stdio-heavy threads under a 100 us
- * slice never deadlock; blocked system calls are not hammered with EINTR; bad values are
- * refused. Where preemption cannot work (ThreadSanitizer, the portable ucontext build)
- * marcel_init must refuse a time slice with a clear message, and the other tests stop
- * there.
+ * slice and not without one; preemption_disable, the non-preemptible attribute and C
+ * library locks held (foreign_locks.c) keep a thread running; every register survives;
+ * malloc/stdio-heavy threads under a 100 us slice never deadlock; blocked system calls
+ * are not hammered with EINTR; bad values are refused. Where preemption cannot work
+ * (ThreadSanitizer, the portable ucontext build) marcel_init must refuse a time slice
+ * with a clear message, and the other tests stop there.
  *
  * The loops below make no calls on purpose: the only way another thread of the VP runs
  * meanwhile is preemption. They watch a counter of the other thread: it changes under
@@ -22,11 +22,9 @@
 #include <time.h>
 #include "ma_test.h"
 
-/* Check's assertions take a pthread mutex inside libcheck, which is user code to marcel:
- * a thread switched out while holding it would block every other thread of its kernel
- * thread that asserts (the limitation marcel_thread_preemption_disable documents). While
- * several threads run, they record the first failure here; main asserts once they have
- * ended. */
+/* While several threads run, they record the first failure here and main asserts once
+ * they have ended: a Check failure ends the test from the thread that fails, and the
+ * counters these tests watch would be left half-way. */
 static const char *volatile ult_failed_expr;
 static volatile int ult_failed_line;
 #define ULT_CHECK(e)                                                  \
@@ -196,6 +194,161 @@ START_TEST(cooperative_runs_to_completion)
 }
 END_TEST
 
+/* ---- locks marcel does not own ---- */
+
+/* The C library's locks, as libraries and statically linked code (Check) take them: a
+ * thread switched out while holding one would leave the next thread of its VP that asks
+ * for it waiting in the kernel, and the VP with it, for good. */
+enum foreign_kind { FK_MUTEX, FK_SPIN, FK_RWLOCK_WR, FK_RWLOCK_RD_WR, FK_STDIO, FK_ONCE, FK_NB };
+static const char *const fk_names[FK_NB] = { "mutex", "spin", "rwlock write", "rwlock read", "flockfile",
+					      "pthread_once" };
+
+static struct {
+	enum foreign_kind kind;
+	pthread_mutex_t mutex;
+	pthread_spinlock_t spin;
+	pthread_rwlock_t rw;
+	pthread_once_t once;
+	FILE *file;
+	struct spinner holder, other;
+	long changes_held, changes_free;
+	atomic_int done, holding;
+} flk;
+
+static void fl_lock(int reader)
+{
+	switch (flk.kind) {
+	case FK_MUTEX: ULT_CHECK(pthread_mutex_lock(&flk.mutex) == 0); break;
+	case FK_SPIN: ULT_CHECK(pthread_spin_lock(&flk.spin) == 0); break;
+	case FK_RWLOCK_WR: ULT_CHECK(pthread_rwlock_wrlock(&flk.rw) == 0); break;
+	/* The holder reads; the other thread writes, so it must wait for the reader. */
+	case FK_RWLOCK_RD_WR:
+		ULT_CHECK((reader ? pthread_rwlock_rdlock(&flk.rw) : pthread_rwlock_wrlock(&flk.rw)) == 0);
+		break;
+	case FK_STDIO: flockfile(flk.file); break;
+	case FK_ONCE: case FK_NB: break;
+	}
+}
+
+static void fl_unlock(void)
+{
+	switch (flk.kind) {
+	case FK_MUTEX: ULT_CHECK(pthread_mutex_unlock(&flk.mutex) == 0); break;
+	case FK_SPIN: ULT_CHECK(pthread_spin_unlock(&flk.spin) == 0); break;
+	case FK_RWLOCK_WR: case FK_RWLOCK_RD_WR: ULT_CHECK(pthread_rwlock_unlock(&flk.rw) == 0); break;
+	case FK_STDIO: funlockfile(flk.file); break;
+	case FK_ONCE: case FK_NB: break;
+	}
+}
+
+static void fl_held_part(void)
+{
+	atomic_store(&flk.holding, 1);
+	flk.changes_held = spin_watch(&flk.holder.count, &flk.other.count, flk.holder.iters);
+}
+
+static any_t fl_holder(any_t arg)
+{
+	(void)arg;
+	if (flk.kind == FK_ONCE) {
+		ULT_CHECK(pthread_once(&flk.once, fl_held_part) == 0);
+	} else {
+		fl_lock(1);
+		fl_held_part();
+		fl_unlock();
+	}
+	/* Free of locks: the other thread gets slices again. */
+	flk.changes_free = spin_watch(&flk.holder.count, &flk.other.count, flk.holder.iters);
+	atomic_store(&flk.done, 1);
+	return NULL;
+}
+
+static any_t fl_other(any_t arg)
+{
+	(void)arg;
+	while (!atomic_load(&flk.done)) {
+		flk.other.count++;
+		if (!atomic_load(&flk.holding))
+			continue; /* wait until the holder has the lock: then ask for it */
+		if (flk.kind == FK_ONCE) {
+			ULT_CHECK(pthread_once(&flk.once, fl_held_part) == 0);
+		} else {
+			fl_lock(0);
+			fl_unlock();
+		}
+	}
+	return NULL;
+}
+
+/* One VP, a 1 ms slice: the holder keeps the lock for about 30 slices and is not
+ * switched out meanwhile (the other thread's counter never moves), then spins as long
+ * free of locks and is (it moves). Before foreign_locks.c, the holder was switched out,
+ * the other thread waited for the lock in the kernel, and the test hung. */
+START_TEST(foreign_lock_holder_not_preempted)
+{
+	if (!start("1000", "1"))
+		return;
+	memset(&flk, 0, sizeof(flk));
+	flk.kind = (enum foreign_kind)_i;
+	pthread_mutex_init(&flk.mutex, NULL);
+	pthread_spin_init(&flk.spin, PTHREAD_PROCESS_PRIVATE);
+	pthread_rwlock_init(&flk.rw, NULL);
+	flk.once = PTHREAD_ONCE_INIT;
+	flk.file = tmpfile();
+	ck_assert_ptr_nonnull(flk.file);
+	flk.holder.iters = iters_for_ms(30);
+	marcel_t h, o;
+	ULT_CHECK(marcel_create(&h, NULL, fl_holder, NULL) == 0);
+	ULT_CHECK(marcel_create(&o, NULL, fl_other, NULL) == 0);
+	ULT_CHECK(marcel_join(h, NULL) == 0);
+	ULT_CHECK(marcel_join(o, NULL) == 0);
+	ult_checks_passed();
+	ck_assert_msg(flk.changes_held == 0, "%s: switched out %ld times while holding it", fk_names[_i],
+		      flk.changes_held);
+	ck_assert_msg(flk.changes_free > 0, "%s: never switched out once free of it", fk_names[_i]);
+	marcel_end();
+	fclose(flk.file);
+	pthread_rwlock_destroy(&flk.rw);
+	pthread_spin_destroy(&flk.spin);
+	pthread_mutex_destroy(&flk.mutex);
+}
+END_TEST
+
+/* A failed try, a timed-out lock and a release by a thread that took nothing leave the
+ * count right: the thread is preemptible afterwards. */
+START_TEST(foreign_lock_failures_not_counted)
+{
+	if (!start("1000", "1"))
+		return;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_spinlock_t sp;
+	ck_assert_int_eq(pthread_spin_init(&sp, PTHREAD_PROCESS_PRIVATE), 0);
+	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+	ck_assert_int_eq(marcel_thread_is_preemptible(), 1);
+	ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+	ck_assert_int_eq(pthread_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(pthread_spin_lock(&sp), 0);
+	/* Held by this thread: the tries fail, and failing must not count. */
+	ck_assert_int_eq(pthread_mutex_trylock(&m), EBUSY);
+	ck_assert_int_eq(pthread_spin_trylock(&sp), EBUSY);
+	ck_assert_int_eq(pthread_rwlock_tryrdlock(&rw), EBUSY);
+	struct timespec past = { 0, 0 };
+	ck_assert_int_eq(pthread_mutex_timedlock(&m, &past), ETIMEDOUT);
+	ck_assert_int_eq(pthread_spin_unlock(&sp), 0);
+	ck_assert_int_eq(pthread_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	/* Released by a thread that never took it (POSIX allows it for spin locks). */
+	ck_assert_int_eq(pthread_spin_lock(&sp), 0);
+	ck_assert_int_eq(pthread_spin_unlock(&sp), 0);
+	ck_assert_int_eq(pthread_spin_unlock(&sp), 0);
+	struct spinner a, b;
+	run_pair(&a, &b, NULL, 50);
+	ck_assert_int_ge(a.changes, 1);
+	marcel_end();
+	pthread_spin_destroy(&sp);
+}
+END_TEST
+
 /* ---- busy-waits of ported code ---- */
 
 static atomic_int spin_flag;
@@ -219,11 +372,9 @@ static any_t set_flag(any_t arg)
 
 /* More threads than VPs, one VP, a 10 ms slice: each spinner is switched out after a
  * slice and the thread they wait for runs (cooperatively they wait for ever). */
-START_TEST(slice_frees_busy_waits)
+static void busy_waits_finish(int rounds)
 {
-	if (!start("10000", "1"))
-		return;
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < rounds; round++) {
 		atomic_store(&spin_flag, 0);
 		marcel_t w[4], s;
 		for (int i = 0; i < 4; i++)
@@ -234,6 +385,28 @@ START_TEST(slice_frees_busy_waits)
 		ULT_CHECK(marcel_join(s, NULL) == 0);
 	}
 	ult_checks_passed();
+}
+
+START_TEST(slice_frees_busy_waits)
+{
+	if (!start("10000", "1"))
+		return;
+	busy_waits_finish(3);
+	marcel_end();
+}
+END_TEST
+
+/* Without MARCEL_TIMESLICE: sliced (10 ms) where preemption works, so the same waits
+ * end; elsewhere cooperative, silently (start checks that marcel_init printed nothing). */
+START_TEST(default_slice_frees_busy_waits)
+{
+	if (!start(NULL, "1"))
+		return;
+	if (marcel_thread_is_preemptible())
+		busy_waits_finish(1);
+#ifdef MA_TEST_TSAN
+	ck_assert_int_eq(marcel_thread_is_preemptible(), 0);
+#endif
 	marcel_end();
 }
 END_TEST
@@ -687,11 +860,14 @@ static void populate_slices(TCase *tc)
 	tcase_add_test(tc, slice_shares_the_vp);
 	tcase_add_test(tc, cooperative_runs_to_completion);
 	tcase_add_test(tc, slice_frees_busy_waits);
+	tcase_add_test(tc, default_slice_frees_busy_waits);
 	tcase_add_test(tc, disabled_thread_keeps_the_vp);
 	tcase_add_test(tc, non_preemptible_attribute);
 	tcase_add_test(tc, registers_survive);
 	tcase_add_test(tc, malloc_heavy_threads_finish);
 	tcase_add_test(tc, blocked_calls_not_hammered);
+	tcase_add_loop_test(tc, foreign_lock_holder_not_preempted, 0, FK_NB);
+	tcase_add_test(tc, foreign_lock_failures_not_counted);
 }
 
 static void populate_api(TCase *tc)

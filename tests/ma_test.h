@@ -147,14 +147,11 @@ static inline any_t ma_test_set_flag(any_t arg)
 /* The watchdog: a test that hangs is killed by Check at its time limit and reported as
  * "Test timeout expired", which says nothing of why. A second before that, SIGALRM makes
  * the test print the state of every marcel thread (marcel_print_threads), so that the
- * log names what waits for what. Check's limit for each test case, as given to
- * ma_test_add_one (scaled by CK_TIMEOUT_MULTIPLIER as Check does), is looked up by the
- * case's name in the test's own process. */
-#define MA_TEST_MAX_CASES 128
-static struct {
-	const char *name;
-	double limit_s;
-} ma_test_limits[MA_TEST_MAX_CASES];
+ * log names what waits for what. Each test case gets a fixture of its own that knows the
+ * case's limit, as given to ma_test_add_one and scaled by CK_TIMEOUT_MULTIPLIER as Check
+ * does: Check's tcase_name() names the test function, not the case, and only inside it. */
+#define MA_TEST_MAX_CASES 64
+static double ma_test_limits[MA_TEST_MAX_CASES];
 static unsigned ma_test_nb_limits;
 
 static void ma_test_watchdog_fire(int sig)
@@ -171,17 +168,13 @@ static void ma_test_watchdog_fire(int sig)
 	fflush(stderr);
 }
 
-static void ma_test_watchdog_arm(void)
+static void ma_test_watchdog_arm(unsigned c)
 {
 	/* Without fork, one process runs every test, and valgrind's pace has no limit. */
 	const char *fork_mode = getenv("CK_FORK");
 	if (fork_mode && !strcmp(fork_mode, "no"))
 		return;
-	const char *tc = tcase_name();
-	double limit = 0;
-	for (unsigned i = 0; tc && i < ma_test_nb_limits; i++)
-		if (!strcmp(ma_test_limits[i].name, tc))
-			limit = ma_test_limits[i].limit_s;
+	double limit = ma_test_limits[c];
 	if (limit <= 0) {
 		const char *d = getenv("CK_DEFAULT_TIMEOUT");
 		limit = d ? atof(d) : 4;
@@ -195,6 +188,22 @@ static void ma_test_watchdog_arm(void)
 	alarm((unsigned)(limit - 1));
 }
 
+#define MA_TEST_WD(h, d) \
+	static void ma_test_wd_##h##_##d(void) \
+	{ \
+		ma_test_watchdog_arm(h * 8 + d); \
+	}
+#define MA_TEST_WD8(h) MA_TEST_WD(h, 0) MA_TEST_WD(h, 1) MA_TEST_WD(h, 2) MA_TEST_WD(h, 3) \
+	MA_TEST_WD(h, 4) MA_TEST_WD(h, 5) MA_TEST_WD(h, 6) MA_TEST_WD(h, 7)
+#define MA_TEST_WD8_REF(h) ma_test_wd_##h##_0, ma_test_wd_##h##_1, ma_test_wd_##h##_2, ma_test_wd_##h##_3, \
+	ma_test_wd_##h##_4, ma_test_wd_##h##_5, ma_test_wd_##h##_6, ma_test_wd_##h##_7
+MA_TEST_WD8(0) MA_TEST_WD8(1) MA_TEST_WD8(2) MA_TEST_WD8(3)
+MA_TEST_WD8(4) MA_TEST_WD8(5) MA_TEST_WD8(6) MA_TEST_WD8(7)
+static void (*const ma_test_wd[MA_TEST_MAX_CASES])(void) __attribute__((unused)) = {
+	MA_TEST_WD8_REF(0), MA_TEST_WD8_REF(1), MA_TEST_WD8_REF(2), MA_TEST_WD8_REF(3),
+	MA_TEST_WD8_REF(4), MA_TEST_WD8_REF(5), MA_TEST_WD8_REF(6), MA_TEST_WD8_REF(7),
+};
+
 /* Adds tc to s twice: as-is on this machine, and a copy on the synthetic topology. */
 typedef void (*ma_test_populate)(TCase *tc);
 
@@ -203,10 +212,9 @@ static inline void ma_test_add_one(Suite *s, const char *name, void (*setup)(voi
 {
 	TCase *tc = tcase_create(name);
 	if (ma_test_nb_limits < MA_TEST_MAX_CASES) {
-		ma_test_limits[ma_test_nb_limits].name = name;
-		ma_test_limits[ma_test_nb_limits++].limit_s = timeout;
+		ma_test_limits[ma_test_nb_limits] = timeout;
+		tcase_add_checked_fixture(tc, ma_test_wd[ma_test_nb_limits++], NULL);
 	}
-	tcase_add_checked_fixture(tc, ma_test_watchdog_arm, NULL);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	populate(tc);
 	if (timeout)

@@ -40,13 +40,7 @@ static_assert(sizeof(std::condition_variable) == __SIZEOF_PTHREAD_COND_T,
 /* ...while the pthread names are marcel's. */
 static_assert(sizeof(pthread_mutex_t) == sizeof(marcel_mutex_t), "pthread_mutex_t is not mapped");
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			std::exit(1);                                                      \
-		}                                                                          \
-	} while (0)
+#include "ma_plain_check.h"
 
 static std::mutex counter_lock;
 static long counter;

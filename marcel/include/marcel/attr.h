@@ -126,7 +126,8 @@ int marcel_attr_setvpset(marcel_attr_t *attr, marcel_vpset_t set);
 int marcel_attr_getvpset(const marcel_attr_t *attr, marcel_vpset_t *set);
 
 /** Sets whether the thread may be preempted (non-zero: yes, the default): by time slicing
- * (`MARCEL_TIMESLICE`) and by a bubble regeneration asking it back. A thread that may not
+ * (`MARCEL_TIMESLICE`, 10 ms by default where preemption works) and by a bubble
+ * regeneration asking it back. A thread that may not
  * is switched only where it yields or blocks; marcel_thread_preemption_disable() does the
  * same for a section of code.
  * @return 0, or EINVAL if @p attr is invalid. */

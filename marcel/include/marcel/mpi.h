@@ -37,8 +37,9 @@
  * `MPI_THREAD_FUNNELED` and `MPI_THREAD_SINGLE` are refused: even a program whose MPI
  * calls all come from one marcel thread makes them from several kernel threads.
  *
- * **Preemption.** With time slicing on (`MARCEL_TIMESLICE`), a thread may be switched
- * out inside the MPI library while that library holds one of its own locks (see
+ * **Preemption.** With time slicing on (`MARCEL_TIMESLICE`, 10 ms by default), a thread
+ * may be switched out inside the MPI library while that library holds one of its own
+ * locks that are not pthread locks (see
  * marcel_thread_preemption_disable()). The functions here never are; bracket the
  * program's own MPI calls with marcel_mpi_enter() and marcel_mpi_leave(), which also
  * keep preemption off, at either level.

@@ -62,10 +62,11 @@
  *    priorities (marcel_attr_setprio()) and VP sets (marcel_attr_setvpset()) instead.
  *  - robust and priority-protocol mutexes, `pthread_*_clock*` waits, guard size and
  *    user-provided stacks: build errors.
- *  - thread-local storage: `__thread` / `_Thread_local` variables belong to the worker
- *    kernel thread, not to the user-level thread, and a thread may move between workers
- *    at any blocking point. Use keys (`pthread_key_create`) instead. `errno` is per
- *    user-level thread.
+ *  - thread-local storage: `__thread` / `_Thread_local` variables belong to the kernel
+ *    thread, not to the user-level thread, and a thread may move to another kernel
+ *    thread at any blocking point or blocking section. Use keys (`pthread_key_create`)
+ *    instead. `errno` is per user-level thread. With `MARCEL_DEBUG=1`, a thread that
+ *    leaves data in such variables and moves is reported on stderr.
  *  - `pthread_atfork` and `fork` without an immediate `exec`.
  *  - C++ threads (`std::thread`, `std::mutex`, `std::condition_variable`): they stay
  *    kernel-level. The header may come before or after the standard C++ headers: in C++
@@ -81,8 +82,10 @@
  * `accept4`, `waitpid`) onto blocking sections (@ref marcel_pthread_blocking), and the
  * signal waits onto marcel waits (@ref marcel_pthread_signals). `read`, `write`,
  * `recv`, `send`, `connect`, `wait` are not: use marcel_read(), marcel_recv()... where
- * they may wait. Since scheduling is cooperative, a busy-wait loop must call
- * `sched_yield()` or sleep, or it may never let the thread it waits for run.
+ * they may wait. A busy-wait loop should call `sched_yield()` or sleep: time slicing
+ * (10 ms by default, where preemption works) ends such a wait only after a slice, and
+ * with `MARCEL_TIMESLICE=0` or where preemption does not work it would never let the
+ * thread it waits for run.
  */
 #ifndef MARCEL_PTHREAD_H
 #define MARCEL_PTHREAD_H

@@ -70,7 +70,8 @@ void marcel_end(void);
  * the previous kernel thread's `errno` after it. Read `errno` right after the failing
  * call in a function that did not touch `errno` before it (or prefer marcel's return
  * codes, which never go through `errno`). Thread-local variables (`__thread`) are per
- * kernel thread for the same reason.
+ * kernel thread for the same reason; `MARCEL_DEBUG=1` reports a thread that leaves data
+ * in them and resumes on another kernel thread.
  * @{ */
 
 /**
@@ -184,15 +185,18 @@ int marcel_set_processors_shared(int shared);
  * marcel_thread_preemption_enable(). Calls nest, and cost two memory accesses. The
  * thread still leaves its VP whenever it yields, blocks or enters a blocking section.
  *
- * With time slicing on, or when the runtime preempts on its own (even without a time
- * slice), a thread may be switched out at almost any instruction of its
- * own code; never inside libc, the dynamic loader, libgcc_s or marcel. Bracket with this
- * call any code that holds a lock marcel does not know about: a pthread mutex taken by a
- * library not built against `<marcel/pthread.h>`, a C++ `std::mutex`, or a lock of libc's
- * held while libc calls the program back (stdio cookie functions, `dl_iterate_phdr`
- * callbacks). A thread switched out while holding one makes any other marcel thread of
- * its kernel thread that then waits for that lock block the kernel thread, possibly for
- * good. marcel's own primitives need no bracketing.
+ * With time slicing on (the default where preemption works), or when the runtime
+ * preempts on its own, a thread may be switched out at almost any instruction of its
+ * own code; never inside libc, the dynamic loader, libgcc_s or marcel, and never while it
+ * holds a lock of the C library (pthread mutexes, spin and read-write locks, stream
+ * locks, a `pthread_once` routine or C++ static initialiser running: marcel counts them,
+ * including C++'s `std::mutex` and those of libraries not built against
+ * `<marcel/pthread.h>`). Bracket with this call any code that holds a lock marcel cannot
+ * see: one a library built directly on futexes, a semaphore used as a lock, or a lock of
+ * libc's held while libc calls the program back (stdio cookie functions,
+ * `dl_iterate_phdr` callbacks). A thread switched out while holding one makes any other
+ * marcel thread of its kernel thread that then waits for that lock block the kernel
+ * thread, possibly for good. marcel's own primitives need no bracketing.
  *
  * A preempted thread may resume on another VP and kernel thread: the `errno` caveat
  * above then holds at every instruction, as it does for any address of a `__thread`
@@ -215,7 +219,8 @@ int marcel_thread_preemption_enable(void);
  * a VP, was created preemptible (marcel_attr_setpreemptible()), has not disabled
  * preemption, and preemption works in this process. It does not say whether time slicing
  * is on (`MARCEL_TIMESLICE`): the runtime may also preempt on its own (bubble
- * regeneration).
+ * regeneration). C library locks the thread holds (which also hold preemption off) do
+ * not count here.
  * @return 1 or 0; 0 from a kernel thread that is not a marcel thread, and from a thread
  * inside a blocking section.
  */
