@@ -435,6 +435,7 @@ static any_t proc_waiter(any_t arg)
 	(void)arg;
 	marcel_sigset_t u2 = set_of(SIGUSR2);
 	int sig = 0;
+	marcel_sem_V(&target_ready);
 	MA_THREAD_CHECK(marcel_sigwait(&u2, &sig) == 0 && sig == SIGUSR2);
 	return NULL;
 }
@@ -446,6 +447,7 @@ static any_t proc_handler_target(any_t arg)
 	(void)arg;
 	marcel_sigset_t u1 = set_of(SIGUSR1);
 	MA_THREAD_CHECK(marcel_sigmask(SIG_UNBLOCK, &u1, NULL) == 0);
+	marcel_sem_V(&target_ready);
 	marcel_sem_P(&handler_target_go);
 	return NULL;
 }
@@ -481,7 +483,12 @@ START_TEST(test_process_directed)
 	struct timespec zero = { 0, 0 };
 	ck_assert_int_eq(marcel_sigtimedwait(&u2, NULL, &zero), -1);
 	marcel_t t;
+	/* Each thread is blocked in its wait when the signal comes (else it takes it when
+	 * it gets there: the same outcome), so marcel's helper must find and wake it. */
+	marcel_sem_init(&target_ready, 0);
 	ck_assert_int_eq(marcel_create(&t, NULL, proc_waiter, NULL), 0);
+	marcel_sem_P(&target_ready);
+	ck_assert_int_eq(marcel_usleep(SETTLE_US), 0);
 	ck_assert_int_eq(kill(getpid(), SIGUSR2), 0);
 	ck_assert_int_eq(marcel_join(t, NULL), 0);
 
@@ -491,6 +498,8 @@ START_TEST(test_process_directed)
 	install(SIGUSR1, on_signal);
 	marcel_sem_init(&handler_target_go, 0);
 	ck_assert_int_eq(marcel_create(&t, NULL, proc_handler_target, NULL), 0);
+	marcel_sem_P(&target_ready);
+	ck_assert_int_eq(marcel_usleep(SETTLE_US), 0);
 	ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
 	marcel_sem_P(&handled);
 	ck_assert_ptr_eq(__atomic_load_n(&handler_self, __ATOMIC_SEQ_CST), t);
@@ -510,6 +519,66 @@ START_TEST(test_process_directed)
 	finish();
 	if (UNDER_TSAN)
 		ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &kernel_old, NULL), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ actions */
+
+static int info_code, info_signo, mask_had_usr2, mask_had_self;
+
+static void on_info(int sig, siginfo_t *info, void *uc)
+{
+	(void)uc;
+	info_signo = info->si_signo;
+	info_code = info->si_code;
+	/* The action's sa_mask and the signal itself are blocked while it runs. */
+	mask_had_usr2 = blocks(SIGUSR2);
+	mask_had_self = blocks(sig);
+	__atomic_fetch_add(&handler_count, 1, __ATOMIC_SEQ_CST);
+}
+
+START_TEST(test_actions)
+{
+	start(0);
+	reset_handlers();
+	struct marcel_sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.marcel_sa_sigaction = on_info;
+	sa.marcel_sa_flags = SA_SIGINFO | SA_RESETHAND;
+	sa.marcel_sa_mask = set_of(SIGUSR2);
+	ck_assert_int_eq(marcel_sigaction(SIGUSR1, &sa, &old), 0);
+	ck_assert_int_eq(marcel_raise(SIGUSR1), 0);
+	ck_assert_int_eq(handler_count, 1);
+	ck_assert_int_eq(info_signo, SIGUSR1);
+	ck_assert_int_eq(info_code, SI_TKILL);
+	ck_assert_int_eq(mask_had_usr2, 1);
+	ck_assert_int_eq(mask_had_self, 1);
+	/* Restored after the handler; SA_RESETHAND put SIG_DFL back. */
+	ck_assert_int_eq(blocks(SIGUSR2), 0);
+	ck_assert_int_eq(blocks(SIGUSR1), 0);
+	ck_assert_int_eq(marcel_sigaction(SIGUSR1, NULL, &sa), 0);
+	ck_assert(!(sa.marcel_sa_flags & SA_SIGINFO) && sa.marcel_sa_handler == SIG_DFL);
+	/* A handler of the C library's sigaction is what marcel_kill runs when marcel has
+	 * none, in the target thread. */
+	struct sigaction k, kold;
+	memset(&k, 0, sizeof(k));
+	k.sa_handler = on_signal;
+	sigemptyset(&k.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR2, &k, &kold), 0);
+	ck_assert_int_eq(marcel_sigaction(SIGUSR2, NULL, &sa), 0);
+	ck_assert_ptr_eq(sa.marcel_sa_handler, on_signal);
+	marcel_t t;
+	marcel_sem_init(&target_go, 0);
+	marcel_sem_init(&target_ready, 0);
+	target_done = 0;
+	ck_assert_int_eq(marcel_create(&t, NULL, waiting_target, NULL), 0);
+	ck_assert_int_eq(marcel_kill(t, SIGUSR2), 0);
+	marcel_sem_P(&handled);
+	ck_assert_ptr_eq(__atomic_load_n(&handler_self, __ATOMIC_SEQ_CST), t);
+	marcel_sem_V(&target_go);
+	ck_assert_int_eq(marcel_join(t, NULL), 0);
+	ck_assert_int_eq(sigaction(SIGUSR2, &kold, NULL), 0);
+	finish();
 }
 END_TEST
 
@@ -593,6 +662,7 @@ static void tc_masks(TCase *tc)
 	tcase_add_test(tc, test_kill_in_target);
 	tcase_add_test(tc, test_kill_in_target_one_vp);
 	tcase_add_test(tc, test_masked_then_unmasked);
+	tcase_add_test(tc, test_actions);
 }
 
 static void tc_waits(TCase *tc)
