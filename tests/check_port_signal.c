@@ -16,21 +16,6 @@
 #define I2P(i) ((void *)(intptr_t)(i))
 #define NSIGNALS 20
 
-static void start(int one_vp)
-{
-	ma_thread_checks_reset();
-	if (one_vp)
-		setenv("MARCEL_NVP", "1", 1);
-	ma_test_init();
-	unsetenv("MARCEL_NVP");
-}
-
-static void finish(void)
-{
-	ma_thread_checks_passed();
-	marcel_end();
-}
-
 /* ---- the POSIX recipe: one thread takes the signals others send ---- */
 
 static sigset_t usr1;
@@ -57,7 +42,7 @@ static void *sender(void *arg)
 
 static void recipe(int one_vp)
 {
-	start(one_vp);
+	ma_test_start_checked(one_vp);
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	/* Blocked in main, so in every thread created after: nobody's handler takes it. */
@@ -77,7 +62,7 @@ static void recipe(int one_vp)
 	ck_assert_int_eq(pthread_kill(pthread_self(), -1), EINVAL);
 	ck_assert_int_eq(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL), 0);
 	sem_destroy(&acked);
-	finish();
+	ma_test_end_checked();
 }
 
 START_TEST(test_recipe)
@@ -122,7 +107,7 @@ static void *cond_waiter(void *arg)
 
 static void handler_in_target(int one_vp)
 {
-	start(one_vp);
+	ma_test_start_checked(one_vp);
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr2;
@@ -149,7 +134,7 @@ static void handler_in_target(int one_vp)
 	ck_assert_int_eq(woke, 1);
 	ck_assert_int_eq(sigaction(SIGUSR2, &old, NULL), 0);
 	sem_destroy(&handled);
-	finish();
+	ma_test_end_checked();
 }
 
 START_TEST(test_handler_in_target)

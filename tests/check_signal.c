@@ -24,21 +24,6 @@
 #define I2P(i) ((any_t)(intptr_t)(i))
 #define P2I(p) ((int)(intptr_t)(p))
 
-static void start(int one_vp)
-{
-	ma_thread_checks_reset();
-	if (one_vp)
-		setenv("MARCEL_NVP", "1", 1);
-	ma_test_init();
-	unsetenv("MARCEL_NVP");
-}
-
-static void finish(void)
-{
-	ma_thread_checks_passed();
-	marcel_end();
-}
-
 static marcel_sigset_t set_of(int sig)
 {
 	marcel_sigset_t s;
@@ -129,7 +114,7 @@ static any_t mask_b(any_t arg)
 START_TEST(test_masks_independent)
 {
 	/* Both threads on VP 0: they share one kernel thread, not a mask. */
-	start(0);
+	ma_test_start_checked(0);
 	marcel_sem_init(&turn_a, 0);
 	marcel_sem_init(&turn_b, 0);
 	marcel_attr_t on0 = ma_test_attr_on_vp(0);
@@ -160,7 +145,7 @@ START_TEST(test_masks_independent)
 	ck_assert_int_eq(sigismember(&kernel, SIGUSR2), 0);
 	ck_assert_int_eq(blocks(SIGUSR2), 1);
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &u2, NULL), 0);
-	finish();
+	ma_test_end_checked();
 }
 END_TEST
 
@@ -193,7 +178,7 @@ static any_t yielding_target(any_t arg)
 
 static void kill_blocked_target(int one_vp)
 {
-	start(one_vp);
+	ma_test_start_checked(one_vp);
 	reset_handlers();
 	install(SIGUSR1, on_signal);
 	marcel_sem_init(&target_go, 0);
@@ -229,7 +214,7 @@ static void kill_blocked_target(int one_vp)
 	ck_assert_int_eq(marcel_raise(SIGUSR1), 0);
 	ck_assert_int_eq(__atomic_load_n(&handler_count, __ATOMIC_SEQ_CST), 4);
 	ck_assert_ptr_eq(marcel_signal(SIGUSR1, SIG_DFL), on_signal);
-	finish();
+	ma_test_end_checked();
 }
 
 START_TEST(test_kill_in_target)
@@ -265,7 +250,7 @@ static any_t masked_target(any_t arg)
 
 START_TEST(test_masked_then_unmasked)
 {
-	start(0);
+	ma_test_start_checked(0);
 	reset_handlers();
 	install(SIGUSR1, on_signal);
 	marcel_sem_init(&masked_go, 0);
@@ -287,7 +272,7 @@ START_TEST(test_masked_then_unmasked)
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &u1, NULL), 0);
 	ck_assert_int_eq(handler_count, 2);
 	marcel_signal(SIGUSR1, SIG_DFL);
-	finish();
+	ma_test_end_checked();
 }
 END_TEST
 
@@ -326,7 +311,7 @@ static any_t sig_sender(any_t arg)
 
 static void sigwait_pairs(int one_vp)
 {
-	start(one_vp);
+	ma_test_start_checked(one_vp);
 	/* Blocked in main, hence in every thread it creates, as POSIX programs do. */
 	marcel_sigset_t both = set_of(SIGUSR1);
 	marcel_sigaddset(&both, SIGUSR2);
@@ -346,7 +331,7 @@ static void sigwait_pairs(int one_vp)
 		ck_assert_int_eq(marcel_join(waiters[i], NULL), 0);
 	}
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &both, NULL), 0);
-	finish();
+	ma_test_end_checked();
 }
 
 START_TEST(test_sigwait)
@@ -363,7 +348,7 @@ END_TEST
 
 START_TEST(test_sigtimedwait)
 {
-	start(0);
+	ma_test_start_checked(0);
 	marcel_sigset_t u1 = set_of(SIGUSR1);
 	ck_assert_int_eq(marcel_sigmask(SIG_BLOCK, &u1, NULL), 0);
 	siginfo_t info;
@@ -385,7 +370,7 @@ START_TEST(test_sigtimedwait)
 	ck_assert_int_eq(marcel_sigtimedwait(&u1, &info, &zero), SIGUSR1);
 	ck_assert_int_eq(info.si_signo, SIGUSR1);
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &u1, NULL), 0);
-	finish();
+	ma_test_end_checked();
 }
 END_TEST
 
@@ -409,7 +394,7 @@ static any_t suspender(any_t arg)
 
 START_TEST(test_sigsuspend)
 {
-	start(0);
+	ma_test_start_checked(0);
 	reset_handlers();
 	install(SIGUSR1, on_signal);
 	marcel_sem_init(&suspender_in, 0);
@@ -424,7 +409,7 @@ START_TEST(test_sigsuspend)
 	ck_assert_int_eq(handler_count, 1);
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &u1, NULL), 0);
 	marcel_signal(SIGUSR1, SIG_DFL);
-	finish();
+	ma_test_end_checked();
 }
 END_TEST
 
@@ -471,7 +456,7 @@ START_TEST(test_process_directed)
 	sigaddset(&kernel_set, SIGUSR2);
 	if (UNDER_TSAN)
 		ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &kernel_set, &kernel_old), 0);
-	start(0);
+	ma_test_start_checked(0);
 	/* Every marcel thread blocks both signals except the one meant to take SIGUSR1. */
 	marcel_sigset_t both = set_of(SIGUSR1);
 	marcel_sigaddset(&both, SIGUSR2);
@@ -516,7 +501,7 @@ START_TEST(test_process_directed)
 	ck_assert_int_eq(handler_count, 1);
 	marcel_signal(SIGUSR1, SIG_DFL);
 	ck_assert_int_eq(marcel_sigmask(SIG_UNBLOCK, &both, NULL), 0);
-	finish();
+	ma_test_end_checked();
 	if (UNDER_TSAN)
 		ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &kernel_old, NULL), 0);
 }
@@ -539,7 +524,7 @@ static void on_info(int sig, siginfo_t *info, void *uc)
 
 START_TEST(test_actions)
 {
-	start(0);
+	ma_test_start_checked(0);
 	reset_handlers();
 	struct marcel_sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
@@ -578,7 +563,7 @@ START_TEST(test_actions)
 	marcel_sem_V(&target_go);
 	ck_assert_int_eq(marcel_join(t, NULL), 0);
 	ck_assert_int_eq(sigaction(SIGUSR2, &kold, NULL), 0);
-	finish();
+	ma_test_end_checked();
 }
 END_TEST
 
@@ -591,7 +576,7 @@ static any_t quick(any_t arg)
 
 START_TEST(test_errors)
 {
-	start(0);
+	ma_test_start_checked(0);
 	marcel_t self = marcel_self();
 	ck_assert_int_eq(marcel_kill(self, 0), 0);
 	ck_assert_int_eq(marcel_kill(self, -1), EINVAL);
@@ -648,7 +633,7 @@ START_TEST(test_errors)
 	ck_assert_int_eq(marcel_sigrelse(SIGUSR2), 0);
 	ck_assert_int_eq(blocks(SIGUSR2), 0);
 	ck_assert_ptr_eq(marcel_signal(SIGUSR2, SIG_DFL), SIG_IGN);
-	finish();
+	ma_test_end_checked();
 	/* Outside a marcel thread, the C library's calls. */
 	marcel_sigset_t cur;
 	ck_assert_int_eq(marcel_sigmask(SIG_BLOCK, NULL, &cur), 0);

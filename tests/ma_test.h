@@ -98,6 +98,23 @@ static inline void ma_test_init(void)
 	ck_assert_int_eq(marcel_init(&argc, argv), 0);
 }
 
+/* Starts the runtime for a test whose threads use MA_THREAD_CHECK (on one VP if one_vp),
+ * and ends it once none of their checks failed. */
+static inline __attribute__((unused)) void ma_test_start_checked(int one_vp)
+{
+	ma_thread_checks_reset();
+	if (one_vp)
+		setenv("MARCEL_NVP", "1", 1);
+	ma_test_init();
+	unsetenv("MARCEL_NVP");
+}
+
+static inline __attribute__((unused)) void ma_test_end_checked(void)
+{
+	ma_thread_checks_passed();
+	marcel_end();
+}
+
 /* Starts the runtime on a synthetic topology (NULL: this machine) with bubble scheduler
  * sched (NULL: the default), leaving the environment as it was found. */
 static inline void ma_test_init_with(const char *topology, const char *sched)
