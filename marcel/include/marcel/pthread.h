@@ -42,8 +42,9 @@
  *    (see @ref marcel_pthread_unmapped).
  *  - asynchronous cancellation: `pthread_cancel` is deferred only (marcel_cancel()); a
  *    thread acts on it at its next cancellation point that marcel provides (join,
- *    condition and semaphore waits, sleeps, `pthread_testcancel`), not inside `read`,
- *    `poll` or the other calls run in blocking sections.
+ *    condition and semaphore waits, sleeps, `pthread_testcancel`, and the start of
+ *    `read`, `poll` and the other calls run in blocking sections), not while such a call
+ *    waits in the kernel.
  *  - signals: `pthread_sigmask` and `sigaction` act on the worker kernel thread that
  *    happens to run the caller. Block signals before marcel_init() (the workers inherit
  *    the mask) or handle them in a dedicated kernel thread.
