@@ -79,18 +79,21 @@ static inline void ma_held_down(struct marcel_task *t)
 /* The C library's definition of name, resolved at first use. Called before main too (by
  * libraries' constructors), so no initialisation order is assumed; two threads resolving
  * at once store the same value. A missing function is a broken installation: say which. */
-static void *ma_next(const char *name, void *_Atomic *slot)
+static __attribute__((noinline, cold)) void *ma_next_resolve(const char *name, void *_Atomic *slot)
 {
-	void *f = atomic_load_explicit(slot, memory_order_acquire);
-	if (ma_likely(f != NULL))
-		return f;
-	f = dlsym(RTLD_NEXT, name);
+	void *f = dlsym(RTLD_NEXT, name);
 	if (!f) {
 		fprintf(stderr, "marcel: cannot find the C library's %s (dlsym: %s)\n", name, dlerror());
 		abort();
 	}
 	atomic_store_explicit(slot, f, memory_order_release);
 	return f;
+}
+
+static inline void *ma_next(const char *name, void *_Atomic *slot)
+{
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	return ma_likely(f != NULL) ? f : ma_next_resolve(name, slot);
 }
 
 /* Defines a wrapper: ret name(params) calls the next definition with args; `ok` says,
@@ -113,9 +116,13 @@ static void *ma_next(const char *name, void *_Atomic *slot)
 		return r; \
 	}
 
+/* A kernel thread running no marcel thread goes straight to the C library (a tail call). */
 #define MA_RELEASE(name, params, args) \
 	int name params \
 	{ \
+		struct marcel_task *t = ma_lock_owner(); \
+		if (!t) \
+			return ma_real_##name() args; \
 		int r = ma_real_##name() args; \
 		if (r == 0) \
 			ma_held_down(ma_lock_owner()); \

@@ -13,19 +13,29 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <marcel/blocking.h>
+#include <marcel/cancel.h>
 
 /* Runs call inside a section when the caller is a marcel thread on a VP (elsewhere the
  * enter call fails and call runs as is). Leaving the section carries errno over to
  * whichever kernel thread resumes the caller; errno must not be touched here after
  * leaving: its address may have been computed before, on the kernel thread that made the
  * call. */
-#define MA_IN_SECTION(type, call)                                      \
+#define MA_IN_SECTION_NOPOINT(type, call)                              \
 	do {                                                           \
 		int entered = marcel_enter_blocking_section() == 0;    \
 		type r = call;                                         \
 		if (entered)                                           \
 			marcel_leave_blocking_section();               \
 		return r;                                              \
+	} while (0)
+
+/* The same for a POSIX cancellation point: a request already due when the call starts
+ * ends the thread there. One that comes while the kernel waits is acted on at the
+ * thread's next point: the call is not interrupted (nor, then, is data it received lost). */
+#define MA_IN_SECTION(type, call)                                      \
+	do {                                                           \
+		marcel_testcancel();                                   \
+		MA_IN_SECTION_NOPOINT(type, call);                     \
 	} while (0)
 
 static int ma_ts_zero(const struct timespec *ts)
@@ -50,7 +60,7 @@ int marcel_close(int fd)
 
 off_t marcel_lseek(int fd, off_t offset, int whence)
 {
-	MA_IN_SECTION(off_t, lseek(fd, offset, whence));
+	MA_IN_SECTION_NOPOINT(off_t, lseek(fd, offset, whence)); /* not a POSIX cancellation point */
 }
 
 int marcel_fsync(int fd)

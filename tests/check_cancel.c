@@ -16,10 +16,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include "ma_test.h"
 
 #define I2P(i) ((any_t)(intptr_t)(i))
@@ -517,6 +521,68 @@ START_TEST(test_entry)
 }
 END_TEST
 
+/* ------------------------------------------------------------ blocking sections */
+
+/* The calls marcel runs in blocking sections that POSIX makes cancellation points: a
+ * request already due when the call starts ends the thread there. Each call below would
+ * wait for ever (nothing ever arrives on the pipe or socket; no signal comes). */
+enum section_call { SC_READ, SC_POLL, SC_SELECT, SC_RECV, SC_ACCEPT, SC_PAUSE, SC_NB };
+
+static int section_fds[2];
+
+static any_t section_call_canceled(any_t arg)
+{
+	ck_assert_int_eq(marcel_cancel(marcel_self()), 0);
+	char c;
+	struct pollfd p = { .fd = section_fds[0], .events = POLLIN };
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(section_fds[0], &rd);
+	switch ((enum section_call)P2I(arg)) {
+	case SC_READ: marcel_read(section_fds[0], &c, 1); break;
+	case SC_POLL: marcel_poll(&p, 1, -1); break;
+	case SC_SELECT: marcel_select(section_fds[0] + 1, &rd, NULL, NULL, NULL); break;
+	case SC_RECV: marcel_recv(section_fds[0], &c, 1, 0); break;
+	case SC_ACCEPT: marcel_accept(section_fds[0], NULL, NULL); break;
+	case SC_PAUSE: marcel_pause(); break;
+	case SC_NB: break;
+	}
+	atomic_store(&after_point, 1);
+	return NULL;
+}
+
+START_TEST(test_section_entry)
+{
+	ma_test_init();
+	atomic_store(&after_point, 0);
+	if (_i == SC_RECV || _i == SC_ACCEPT) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, section_fds), 0);
+		if (_i == SC_ACCEPT) {
+			close(section_fds[0]);
+			close(section_fds[1]);
+			section_fds[0] = socket(AF_UNIX, SOCK_STREAM, 0);
+			struct sockaddr_un sa = { .sun_family = AF_UNIX };
+			ck_assert_int_ge(section_fds[0], 0);
+			/* An abstract address: nothing to clean up on the file system. */
+			snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "marcel-cancel-%d", (int)getpid());
+			ck_assert_int_eq(bind(section_fds[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+			ck_assert_int_eq(listen(section_fds[0], 1), 0);
+			section_fds[1] = -1;
+		}
+	} else {
+		ck_assert_int_eq(pipe(section_fds), 0);
+	}
+	marcel_t t;
+	ck_assert_int_eq(marcel_create(&t, NULL, section_call_canceled, I2P(_i)), 0);
+	ck_assert_ptr_eq(join_and_check(t), MARCEL_CANCELED);
+	ck_assert_int_eq(atomic_load(&after_point), 0);
+	marcel_end();
+	close(section_fds[0]);
+	if (section_fds[1] >= 0)
+		close(section_fds[1]);
+}
+END_TEST
+
 /* ------------------------------------------------------------ seeds */
 
 static marcel_t seed_child;
@@ -529,9 +595,18 @@ static any_t seed_parent(any_t arg)
 	marcel_attr_init(&a);
 	marcel_attr_setseed(&a, 1);
 	int early = P2I(arg);
+	if (early) {
+		/* Not started before the cancel: only this VP may run it, and this thread keeps
+		 * the VP until it joins (else a time slice or an idle VP may run it first, and
+		 * its joiner rightly gets its result). */
+		ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(ma_test_here())), 0);
+		ck_assert_int_eq(marcel_thread_preemption_disable(), 0);
+	}
 	ck_assert_int_eq(marcel_create(&seed_child, &a, early ? sets_func_ran : blocked_at, I2P(P_USLEEP)), 0);
-	if (early)
+	if (early) {
 		ck_assert_int_eq(marcel_cancel(seed_child), 0);
+		ck_assert_int_eq(marcel_thread_preemption_enable(), 0);
+	}
 	atomic_fetch_add(&ready, 1);
 	any_t r = NULL;
 	ck_assert_int_eq(marcel_join(seed_child, &r), 0);
@@ -734,6 +809,7 @@ static void tc_points(TCase *tc)
 	tcase_add_test(tc, test_each_point);
 	tcase_add_test(tc, test_join_point);
 	tcase_add_test(tc, test_entry);
+	tcase_add_loop_test(tc, test_section_entry, 0, SC_NB);
 }
 
 static void tc_handlers(TCase *tc)

@@ -20,7 +20,9 @@ extern "C" {
  * The cancellation points are the calls POSIX makes points among those marcel provides:
  * marcel_join(), marcel_cond_wait(), marcel_cond_timedwait(), marcel_sem_wait(),
  * marcel_sem_timedwait(), marcel_usleep(), marcel_nanosleep(), marcel_clock_nanosleep(),
- * marcel_sleep(), marcel_delay() and marcel_testcancel(). Each acts on a request pending
+ * marcel_sleep(), marcel_delay(), the signal waits (marcel_sigwait(),
+ * marcel_sigwaitinfo(), marcel_sigtimedwait(), marcel_sigsuspend(), marcel_pause()) and
+ * marcel_testcancel(). Each acts on a request pending
  * when it is called, and on one that comes while it blocks: the thread is woken, takes
  * itself off what it waited on, and ends. A call whose wait ended for its own reason
  * (a signal, a unit of the semaphore, the joined thread's end) when the request came

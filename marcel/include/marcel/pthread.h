@@ -46,8 +46,9 @@
  *    and `pthread_attr_setsigmask_np` (set the mask around `pthread_create` instead).
  *  - asynchronous cancellation: `pthread_cancel` is deferred only (marcel_cancel()); a
  *    thread acts on it at its next cancellation point that marcel provides (join,
- *    condition and semaphore waits, sleeps, `pthread_testcancel`), not inside `read`,
- *    `poll` or the other calls run in blocking sections.
+ *    condition and semaphore waits, sleeps, `pthread_testcancel`, and the start of
+ *    `read`, `poll` and the other calls run in blocking sections), not while such a call
+ *    waits in the kernel.
  *  - `sigaction`, `signal`, `raise`: the C library's. Handlers so installed run at once
  *    on the kernel thread the signal reaches (some worker), as SIGINT or SIGCHLD handlers
  *    expect; `pthread_kill` runs them in its target thread, and a signal a thread awaits
