@@ -374,6 +374,8 @@ struct ma_runtime {
 	atomic_ulong foreign_created;     /* threads created by kernel threads that are not workers */
 	_Atomic uint64_t next_id;         /* thread and bubble ids */
 	atomic_int stopping;
+	/* VPs disabled by marcel_disable_vps: while any is, queues check who serves them. */
+	atomic_uint nb_disabled;
 	/* Workers in their idle wait: while one is, bubbles are woken at once rather than kept
 	 * private (bubbles/private.c). */
 	atomic_uint nb_idle;
@@ -459,8 +461,21 @@ void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level 
 /* Queues ready entity e on its sched holder (a run queue or a closed bubble) and wakes
  * an idle worker that can see it if needed (bubbles/holder.c). */
 void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
-/* Queues e on rq if rq is still e's sched holder (checked under the lock): 0 if not. */
+/* Queues e on rq if rq is still e's sched holder (checked under the lock): 0 if not.
+ * While VPs are disabled, a queue only disabled VPs look at sends it to the nearest
+ * queue above that an enabled one looks at (ma_rq_served). */
 int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+/* Whether an enabled VP looks at rq. */
+int ma_rq_served(const struct ma_runqueue *rq) MA_HIDDEN;
+/* Where what is queued on rq runs: rq, or while VPs are disabled, the nearest queue from
+ * rq up that an enabled VP looks at. */
+static inline const struct ma_runqueue *ma_rq_target(const struct ma_runqueue *rq)
+{
+	if (ma_unlikely(atomic_load_explicit(&ma_rt.nb_disabled, memory_order_relaxed)))
+		while (rq->father && !ma_rq_served(rq))
+			rq = rq->father;
+	return rq;
+}
 void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
@@ -665,6 +680,8 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 /* ---- worker.c ---- */
 void ma_worker_kick(struct ma_worker *w) MA_HIDDEN;
 void ma_wake_idle_worker(struct ma_runqueue *rq) MA_HIDDEN;
+/* VPs [*lo, *hi) may see rq (ma_path_index tells which really do). */
+void ma_rq_vp_range(const struct ma_runqueue *rq, unsigned *lo, unsigned *hi) MA_HIDDEN;
 /* The sleeping worker ma_wake_idle_worker would wake for work on rq produced by self
  * (NULL: not a worker), or NULL if none can see rq. Reads states without claiming. */
 struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;

@@ -46,17 +46,37 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
+int ma_rq_served(const struct ma_runqueue *rq)
+{
+	unsigned lo, hi;
+	ma_rq_vp_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		if (!atomic_load_explicit(&o->disabled, memory_order_relaxed) && ma_path_index(o, rq) >= 0)
+			return 1;
+	}
+	return 0;
+}
+
 int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 {
 	struct ma_runqueue *q = rq;
-	/* A disabled VP runs nothing: its queue's work goes to the nearest shared queue. */
-	if (ma_unlikely(rq->vp >= 0 && atomic_load_explicit(&ma_rt.workers[rq->vp].disabled, memory_order_relaxed)))
-		q = rq->father;
-	ma_spin_lock(&q->hold.lock);
-	/* A strategy may have moved it since the caller read its holder (bubbles/). */
-	if (ma_unlikely(__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+	for (;;) {
+		ma_spin_lock(&q->hold.lock);
+		/* A strategy may have moved it since the caller read its holder (bubbles/). */
+		if (ma_unlikely(__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+			ma_spin_unlock(&q->hold.lock);
+			return 0;
+		}
+		/* A disabled VP runs nothing: work for queues only disabled VPs look at goes up
+		 * to one an enabled VP looks at. Checked under q's lock: marcel_disable_vps
+		 * counts the VP, then empties such queues under their locks (vps.c), so it
+		 * either finds e there or we see the count. */
+		if (ma_likely(!atomic_load_explicit(&ma_rt.nb_disabled, memory_order_relaxed)) || !q->father ||
+		    ma_rq_served(q))
+			break;
 		ma_spin_unlock(&q->hold.lock);
-		return 0;
+		q = q->father;
 	}
 	ma_rq_enqueue_locked(q, e);
 	/* Read under the lock: an idle worker bumps these before it checks our bitmap under

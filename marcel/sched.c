@@ -99,11 +99,8 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 	}
 	if (!h || h->type != MA_RUNQUEUE_HOLDER)
 		return 1;
-	const struct ma_runqueue *rq = ma_rq_of_holder(h);
-	/* A disabled VP's queue sends its work to its father (ma_rq_enqueue). */
-	if (rq->vp >= 0 && atomic_load_explicit(&ma_rt.workers[rq->vp].disabled, memory_order_relaxed))
-		rq = rq->father;
-	return ma_path_index(w, rq) >= 0;
+	/* A queue only disabled VPs look at sends its work up (ma_rq_enqueue). */
+	return ma_path_index(w, ma_rq_target(ma_rq_of_holder(h))) >= 0;
 }
 
 int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t)
@@ -313,7 +310,17 @@ void ma_wake_task(struct marcel_task *t)
 				return;
 			}
 		} else {
-			return; /* running or ready already: the waiter will see its condition */
+			/* Running or ready: it will look at `done` again, but only if our store of
+			 * `done` is visible before it does. A plain load of the state may pass that
+			 * store (x86 keeps stores in a buffer, loads do not wait for it): we could
+			 * then read RUNNING while the waiter, woken spuriously, stores BLOCKING, reads
+			 * the old `done` and blocks for good. A read-modify-write of the state cannot
+			 * pass it, and the waiter changes its state with read-modify-writes (or a
+			 * sequentially consistent store) before it reads `done`: whichever of the
+			 * two comes second in the state's order sees the other's. If the state
+			 * changed meanwhile, look again. */
+			if (atomic_compare_exchange_strong(&t->state, &s, s))
+				return;
 		}
 	}
 }

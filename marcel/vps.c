@@ -31,21 +31,21 @@ int marcel_apply_vpset(const marcel_vpset_t *set)
 	return 0;
 }
 
-/* Moves what is queued on a disabled VP's own queue to its father queue. */
-static void ma_drain_vp(struct ma_worker *w)
+/* Moves what is queued on rq, which no enabled VP looks at any more, up to a queue one
+ * looks at (ma_rq_enqueue sends it there). */
+static void ma_drain_rq(struct ma_runqueue *rq)
 {
-	struct ma_runqueue *rq = &w->rq;
 	for (;;) {
 		ma_spin_lock(&rq->hold.lock);
 		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
-		if (!bm) {
+		/* Enabled again meanwhile: what is left runs here (and would come back here). */
+		if (!bm || ma_rq_served(rq)) {
 			ma_spin_unlock(&rq->hold.lock);
 			return;
 		}
 		struct ma_entity *e = ma_container_of(rq->queue[__builtin_ctzll(bm)].next, struct ma_entity, run_node);
 		ma_rq_dequeue_locked(rq, e);
 		ma_spin_unlock(&rq->hold.lock);
-		/* The disabled VP's queue sends it to its father. */
 		ma_entity_enqueue(e);
 	}
 }
@@ -63,11 +63,20 @@ int marcel_disable_vps(const marcel_vpset_t *set)
 	}
 	if (!named || !enabled_left)
 		return EINVAL;
+	/* Counted first: an enqueue that finds a drained queue unserved sends its entity up
+	 * (ma_rq_enqueue checks the count under the queue's lock, the drain takes it). */
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		if (marcel_vpset_isset(set, v)) {
-			atomic_store(&ma_rt.workers[v].disabled, 1);
-			ma_drain_vp(&ma_rt.workers[v]);
-		}
+		if (marcel_vpset_isset(set, v) && !atomic_exchange(&ma_rt.workers[v].disabled, 1))
+			atomic_fetch_add(&ma_rt.nb_disabled, 1);
+	/* The queues on their paths that no enabled VP looks at any more, from the VP's own
+	 * up: on some machines that is up to the NUMA node's. */
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		struct ma_worker *w = &ma_rt.workers[v];
+		if (!marcel_vpset_isset(set, v))
+			continue;
+		for (unsigned i = 0; i < w->path_len && !ma_rq_served(w->path[i]); i++)
+			ma_drain_rq(w->path[i]);
+	}
 	/* The caller itself leaves if it runs on one of them. */
 	struct ma_worker *w = ma_worker_self();
 	if (w && atomic_load(&w->disabled))
@@ -82,6 +91,7 @@ int marcel_enable_vps(const marcel_vpset_t *set)
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		struct ma_worker *w = &ma_rt.workers[v];
 		if (marcel_vpset_isset(set, v) && atomic_exchange(&w->disabled, 0)) {
+			atomic_fetch_sub(&ma_rt.nb_disabled, 1);
 			/* It may sleep with work waiting on the queues it sees. */
 			int s = MA_WORKER_SLEEPING;
 			if (atomic_compare_exchange_strong(&w->state, &s, MA_WORKER_WAKING))

@@ -175,9 +175,27 @@ static void ma_idle_sleep(struct ma_worker *w, unsigned seq)
 		ma_timer_watch_release(w);
 }
 
+/* A disabled worker may have been counted as looking at its queues (spinning, or called
+ * by ma_wake_idle_worker) when work came: the enqueuer then woke nobody, and this worker
+ * will not take it. Now that it no longer counts, it looks at each queue under its lock,
+ * like a worker going to sleep: an enqueue after that sees the counts without it and
+ * wakes someone itself; work queued before it is seen here and handed on. */
+static void ma_idle_pass_on(struct ma_worker *w)
+{
+	for (unsigned i = 0; i < w->path_len; i++) {
+		struct ma_runqueue *rq = w->path[i];
+		ma_spin_lock(&rq->hold.lock);
+		int work = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) != 0;
+		ma_spin_unlock(&rq->hold.lock);
+		if (work)
+			ma_wake_idle_worker(rq);
+	}
+}
+
 static void ma_idle_poll_then_sleep(struct ma_worker *w)
 {
 	if (ma_unlikely(atomic_load(&w->disabled))) {
+		ma_idle_pass_on(w);
 		/* Nothing to poll for: wait for marcel_enable_vps (or a timer of its own). */
 		unsigned seq = atomic_load(&w->wake_seq);
 		atomic_store(&w->state, MA_WORKER_SLEEPING);
@@ -250,8 +268,7 @@ void ma_worker_kick(struct ma_worker *w)
 	ma_futex_wake(&w->wake_seq, 1);
 }
 
-/* VPs [*lo, *hi) may see rq (ma_path_index tells which really do). */
-static void ma_rq_vp_range(const struct ma_runqueue *rq, unsigned *lo, unsigned *hi)
+void ma_rq_vp_range(const struct ma_runqueue *rq, unsigned *lo, unsigned *hi)
 {
 	*lo = rq->vp >= 0 ? (unsigned)rq->vp : rq->first_vp;
 	*hi = rq->vp >= 0 ? *lo + 1 : rq->first_vp + rq->nb_vps;

@@ -1589,6 +1589,35 @@ START_TEST(test_disable_enable_vps)
 }
 END_TEST
 
+/* A thread bound to one VP that is then disabled goes on on another VP. On the synthetic
+ * machine (one VP per core) the queues above a VP's own, up to its NUMA node's, are seen
+ * by that VP alone: the work of a disabled VP must go past them. */
+START_TEST(test_disable_bound_vp)
+{
+	ma_test_init();
+	unsigned n = marcel_nbvps();
+	if (n < 2) {
+		marcel_end();
+		return;
+	}
+	marcel_vpset_t last = MARCEL_VPSET_VP(n - 1);
+	ck_assert_int_eq(marcel_apply_vpset(&last), 0);
+	ck_assert_int_eq(marcel_current_vp(), (int)n - 1);
+	ck_assert_int_eq(marcel_disable_vps(&last), 0);
+	ck_assert_int_ne(marcel_current_vp(), (int)n - 1);
+	/* Its yields and sleeps keep it off the disabled VP. */
+	for (int i = 0; i < 20; i++) {
+		if (i % 4 == 3)
+			marcel_usleep(100);
+		else
+			marcel_yield();
+		ck_assert_int_ne(marcel_current_vp(), (int)n - 1);
+	}
+	ck_assert_int_eq(marcel_enable_vps(&last), 0);
+	marcel_end();
+}
+END_TEST
+
 /* ============================================================ registration */
 
 static void tc_basics(TCase *tc)
@@ -1606,6 +1635,7 @@ static void tc_vps(TCase *tc)
 	tcase_add_test(tc, test_vpset_ops);
 	tcase_add_test(tc, test_apply_vpset);
 	tcase_add_test(tc, test_disable_enable_vps);
+	tcase_add_test(tc, test_disable_bound_vp);
 	tcase_add_test(tc, test_schedpolicy);
 }
 
