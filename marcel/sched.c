@@ -358,14 +358,20 @@ void ma_waiter_wake(struct ma_waiter *wt)
 
 /* ---- yield ---- */
 
+/* A yield is a point where signals are taken, whether it switches or not: a switch takes
+ * them when the thread resumes (ma_switch_to_inl), a yield that stays here now. */
+static inline int ma_yield_stay(struct marcel_task *cur)
+{
+	ma_sig_check(cur);
+	return 0;
+}
+
 int marcel_yield(void)
 {
 	struct ma_worker *w = ma_worker_self();
 	if (ma_unlikely(!w))
 		return EPERM;
 	struct marcel_task *cur = w->current;
-	/* A yield is a point where signals are taken, whether it switches or not. */
-	ma_sig_check(cur);
 	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
 	ma_private_publish_pending(w);
 	ma_timers_poll(w);
@@ -394,7 +400,7 @@ int marcel_yield(void)
 	}
 	struct ma_runqueue *rq = ma_pick_next(w, my_prio, &prio);
 	if (!rq)
-		return 0;
+		return ma_yield_stay(cur);
 	if (&rq->hold == __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED)) {
 		/* Common case: swap with the head of our own queue under one lock. */
 		ma_spin_lock(&rq->hold.lock);
@@ -406,7 +412,7 @@ int marcel_yield(void)
 		}
 		if (!bm || __builtin_ctzll(bm) > my_prio) {
 			ma_spin_unlock(&rq->hold.lock);
-			return 0;
+			return ma_yield_stay(cur);
 		}
 		int p = __builtin_ctzll(bm);
 		struct ma_entity *e = ma_container_of(rq->queue[p].next, struct ma_entity, run_node);
@@ -439,7 +445,7 @@ int marcel_yield(void)
 slow:;
 	struct marcel_task *next = ma_find_next_in(w, my_prio, rq);
 	if (!next)
-		return 0;
+		return ma_yield_stay(cur);
 	cur->post = MA_POST_REQUEUE;
 	ma_switch_to_inl(w, cur, next);
 	return 0;
