@@ -115,13 +115,7 @@ int ma_cpu_clock_start(void)
 	atomic_store(&ma_cc.stop, 0);
 	atomic_store(&ma_cc.hurry, 0);
 	atomic_store(&ma_cc.wake, 0);
-	/* No signal for it: the application's handlers and our preemption signal belong to
-	 * the threads that run marcel threads. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&ma_cc.thread, NULL, ma_cpu_clock_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = ma_service_thread_create(&ma_cc.thread, 0, ma_cpu_clock_main, NULL);
 	ma_cc.started = !e;
 	return e;
 }

@@ -432,6 +432,12 @@ static inline void ma_posix_note_exit(const struct marcel_task *t)
 		atomic_fetch_sub(&ma_rt.posix_live, 1);
 }
 
+/* worker.c: starts a kernel thread of the runtime's own (preemption ticker, CPU clock,
+ * signal helper) with every signal blocked: the application's handlers, the process's
+ * signals and the preemption signal belong to the threads that run marcel threads.
+ * stack_size 0: the default. Returns pthread_create's result. */
+int ma_service_thread_create(pthread_t *t, size_t stack_size, void *(*fn)(void *), void *arg) MA_HIDDEN;
+
 /* The worker running the caller, read afresh (see MA_TLS_READ); NULL outside workers. */
 static inline struct ma_worker *ma_worker_self(void)
 {

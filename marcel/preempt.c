@@ -596,15 +596,7 @@ static int ma_ticker_start_locked(void)
 	if (ma_pt.ticker_started)
 		return 0;
 	atomic_store(&ma_pt.ticker_stop, 0);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setstacksize(&a, 64 * 1024);
-	int e = pthread_create(&ma_pt.ticker, &a, ma_ticker_main, NULL);
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = ma_service_thread_create(&ma_pt.ticker, 64 * 1024, ma_ticker_main, NULL);
 	if (!e)
 		ma_pt.ticker_started = 1;
 	return e;

@@ -167,11 +167,7 @@ static void ma_sig_helper_start(void)
 		return;
 	atomic_store(&ma_sh.stop, 0);
 	atomic_store(&ma_sh.tid, 0);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&ma_sh.thread, NULL, ma_sig_helper, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int e = ma_service_thread_create(&ma_sh.thread, 0, ma_sig_helper, NULL);
 	if (e) {
 		fprintf(stderr, "marcel: cannot start the signal helper thread (%s): process-directed "
 				"signals stay pending\n", strerror(e));

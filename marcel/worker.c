@@ -357,3 +357,18 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 		}
 	}
 }
+
+int ma_service_thread_create(pthread_t *t, size_t stack_size, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	if (stack_size)
+		pthread_attr_setstacksize(&a, stack_size);
+	int e = pthread_create(t, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}

@@ -8,13 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
+#include "ma_plain_check.h"
 
 static void *sleeper(void *arg)
 {

@@ -16,13 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                      \
-	do {                                                                          \
-		if (!(c)) {                                                           \
-			fprintf(stderr, "preload-prog: %s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			exit(1);                                                      \
-		}                                                                     \
-	} while (0)
+#include "ma_plain_check.h"
 #define CHECK0(call)                                                                  \
 	do {                                                                          \
 		int e_ = (call);                                                      \
