@@ -613,7 +613,7 @@ uintptr_t ma_task_end(struct marcel_task *t, any_t retval) MA_HIDDEN;
  * yet: a strategy may have moved it meanwhile. */
 int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t) MA_HIDDEN;
 
-/* ---- estimates (seed.c) ----
+/* ---- estimates (worker.c) ----
  * Strategies estimate loads by reading, without locks, which thread each worker runs and
  * where that thread's bubble is scheduled. A thread read that way may just have ended and
  * its bubble have been destroyed: its storage may not be reused (nor freed) while such a

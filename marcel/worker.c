@@ -1,5 +1,6 @@
 /*
- * Workers: one kernel thread per VP, its idle policy, and how new work wakes one up.
+ * Workers: one kernel thread per VP, its idle policy, how new work wakes one up, and the
+ * per-worker brackets of lock-free load estimates (ma_estimate_begin/end).
  *
  * Idle protocol. An idle worker first polls its path of queues (SPINNING, counted in
  * nr_spinning of every queue on its path) for ma_rt.idle_spin_us, then goes SLEEPING: it
@@ -371,4 +372,39 @@ int ma_service_thread_create(pthread_t *t, size_t stack_size, void *(*fn)(void *
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return e;
+}
+
+struct ma_worker *ma_estimate_begin(void)
+{
+	struct ma_worker *w = ma_worker_self();
+	if (!w)
+		ma_spin_lock(&ma_rt.est_lock);
+	atomic_fetch_add(w ? &w->est_seq : &ma_rt.est_seq, 1);
+	return w;
+}
+
+void ma_estimate_end(struct ma_worker *w)
+{
+	atomic_fetch_add_explicit(w ? &w->est_seq : &ma_rt.est_seq, 1, memory_order_release);
+	if (!w)
+		ma_spin_unlock(&ma_rt.est_lock);
+}
+
+/* Waits until a reader inside an estimate has left it (it may start another: those no
+ * longer see what the caller unlinked). */
+static __attribute__((noinline)) void ma_estimate_wait(atomic_uint *seq)
+{
+	unsigned s = atomic_load(seq), rounds = 0;
+	while ((s & 1) && atomic_load_explicit(seq, memory_order_acquire) == s)
+		ma_spin_backoff(&rounds);
+}
+
+void ma_estimates_quiesce(void)
+{
+	/* Every bubble destroy comes here: the test inline, the wait (rare) out of line. */
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+		if (ma_unlikely(atomic_load(&ma_rt.workers[v].est_seq) & 1))
+			ma_estimate_wait(&ma_rt.workers[v].est_seq);
+	if (ma_unlikely(atomic_load(&ma_rt.est_seq) & 1))
+		ma_estimate_wait(&ma_rt.est_seq);
 }
