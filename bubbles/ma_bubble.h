@@ -256,12 +256,10 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
 /* The same, the caller holding the tree lock. */
 void ma_start_born(struct ma_bubble *b) MA_HIDDEN;
-/* threads.c: one line on t for people (state, and why it has not started); fn on every
- * live descriptor (returns how many; fn runs under the descriptor pool's lock, so it
- * must not create or free a thread); marcel_end's report of the threads it has waited
- * for `seconds` (only if none runs or is ready, unless `always`): 1 if it printed. */
+/* threads.c: one line on t for people (state, and why it has not started); marcel_end's
+ * report of the threads it has waited for `seconds` (only if none runs or is ready,
+ * unless `always`): 1 if it printed. */
 void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
-unsigned ma_threads_walk(void (*fn)(struct marcel_task *t, void *arg), void *arg) MA_HIDDEN;
 int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;

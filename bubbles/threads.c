@@ -61,25 +61,6 @@ void ma_print_thread(FILE *out, struct marcel_task *t)
 	fputc('\n', out);
 }
 
-unsigned ma_threads_walk(void (*fn)(struct marcel_task *t, void *arg), void *arg)
-{
-	unsigned n = 0;
-	/* Held so that no chunk is added (and the array moved) while we walk it. */
-	ma_spin_lock(&ma_rt.pool_lock);
-	for (unsigned c = 0; c < ma_rt.nb_task_chunks; c++) {
-		struct marcel_task *chunk = ma_rt.task_chunks[c];
-		for (unsigned i = 0; i < 64; i++) {
-			struct marcel_task *t = &chunk[i];
-			if (atomic_load_explicit(&t->state, memory_order_relaxed) == MA_TASK_FREE || t->is_idle)
-				continue;
-			fn(t, arg);
-			n++;
-		}
-	}
-	ma_spin_unlock(&ma_rt.pool_lock);
-	return n;
-}
-
 static void ma_print_one(struct marcel_task *t, void *arg)
 {
 	ma_print_thread(arg, t);

@@ -393,17 +393,17 @@ struct ma_runtime {
 	/* Started before main by <marcel/pthread.h>'s automatic mode, and whether the
 	 * program's own marcel_init has been taken as its start since (init.c). */
 	int auto_started, auto_claimed;
-	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
-	 * marcel threads. */
 	/* ma_estimate_begin for callers that are not workers: one at a time. */
 	ma_spinlock_t est_lock;
 	atomic_uint est_seq;
+	/* Pools shared by everyone: overflow of the per-worker ones, and callers that are not
+	 * marcel threads. */
 	ma_spinlock_t pool_lock;
 	struct ma_stack *stacks;
 	unsigned nb_stacks;
 	struct marcel_task *tasks;
 	unsigned nb_tasks;
-	void **task_chunks;               /* every descriptor chunk ever allocated */
+	void **task_chunks;               /* every descriptor chunk ever allocated, of MA_TASK_CHUNK */
 	unsigned nb_task_chunks, max_task_chunks;
 };
 
@@ -723,6 +723,9 @@ void *ma_stack_map(size_t size, size_t *mapped) MA_HIDDEN;
 void ma_stack_unmap(void *base, size_t size) MA_HIDDEN;
 
 /* ---- task.c ---- */
+/* Descriptors per chunk: chunks are never freed while the runtime runs, so walking them
+ * (ma_threads_walk) finds every descriptor. */
+#define MA_TASK_CHUNK 64
 struct marcel_task *ma_task_alloc_slow(struct ma_worker *w) MA_HIDDEN;
 /* A descriptor from w's list (w: the caller's worker, NULL if none), NULL if memory ran
  * out. Inline: every creation takes one. */
@@ -752,6 +755,11 @@ static inline int ma_task_valid(const struct marcel_task *t)
 /* A scheduling context (a VP's idle loop, a carrier's own context): a task that is never
  * queued and needs no stack binding. */
 void ma_context_task_init(struct marcel_task *t, const char *name) MA_HIDDEN;
+
+/* ---- threadslist.c ---- */
+/* fn on every live descriptor (idle contexts excepted); returns how many. fn runs under
+ * the descriptor pool's lock, so it must not create or free a thread. */
+unsigned ma_threads_walk(void (*fn)(struct marcel_task *t, void *arg), void *arg) MA_HIDDEN;
 
 /* ---- keys.c ---- */
 /* Runs t's key destructors (t is exiting) and clears its values. */

@@ -8,7 +8,6 @@
 #include <string.h>
 #include "ma_sched.h"
 
-#define MA_TASK_CHUNK 64
 #define MA_TASK_POOL_MAX 256 /* per worker; the excess goes to the shared pool */
 
 void ma_context_task_init(struct marcel_task *t, const char *name)
