@@ -1,6 +1,7 @@
 /*
- * Marcel's names for thread attributes that marcel spells differently or keeps only on
- * the attribute (marcel/attr.h): the application id and the initial bubble.
+ * Marcel's names for thread attributes that marcel keeps only on the attribute
+ * (marcel/attr.h): the application id. The initial bubble is a bubble call
+ * (bubbles/compat.c).
  */
 #include <errno.h>
 #include "ma_sched.h"
@@ -24,14 +25,4 @@ int marcel_attr_getid(const marcel_attr_t *attr, int *id)
 		return EINVAL;
 	*id = attr->id;
 	return 0;
-}
-
-int marcel_attr_setinitbubble(marcel_attr_t *attr, struct marcel_bubble *b)
-{
-	return marcel_attr_setnaturalbubble(attr, b);
-}
-
-int marcel_attr_getinitbubble(const marcel_attr_t *attr, struct marcel_bubble **b)
-{
-	return marcel_attr_getnaturalbubble(attr, b);
 }

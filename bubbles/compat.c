@@ -1,7 +1,11 @@
 /*
- * Marcel's form of the statistics calls (marcel/compat_names.h): a pointer to a `long`
- * holding the value. The values live in a block owned by the calling thread (a marcel
- * key), so that another thread's call cannot overwrite them between the call and the
+ * Marcel's names and forms of the bubble calls that marcel spells differently: the
+ * initial bubble of a thread attribute (marcel_attr_setinitbubble), and the statistics
+ * calls (marcel/compat_names.h), which return a pointer to a `long` holding the value.
+ * Public API over public API: only <marcel.h> is needed.
+ *
+ * The statistics' values live in a block owned by the calling thread (a marcel key), so
+ * that another thread's call cannot overwrite them between the call and the
  * read, even if the caller is preempted there and resumes on another worker.
  */
 #include <errno.h>
@@ -152,4 +156,14 @@ int marcel_task_stats_adjust(marcel_t t, marcel_stats_type_t type, long delta)
 	long long v;
 	int e = marcel_task_stats_get(t, MARCEL_STATS_LOAD, &v);
 	return e ? e : marcel_task_stats_set(t, MARCEL_STATS_LOAD, v + delta);
+}
+
+int marcel_attr_setinitbubble(marcel_attr_t *attr, struct marcel_bubble *b)
+{
+	return marcel_attr_setnaturalbubble(attr, b);
+}
+
+int marcel_attr_getinitbubble(const marcel_attr_t *attr, struct marcel_bubble **b)
+{
+	return marcel_attr_getnaturalbubble(attr, b);
 }
