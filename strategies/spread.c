@@ -1,5 +1,6 @@
 /*
- * spread and memory: the runtime side of the decision in distrib.c. A decision reads a
+ * spread (and, through ma_spread.h, memory.c): the runtime side of the decision in
+ * distrib.c. A decision reads a
  * view of the bubble tree (ma_dnode), taken under the bubble locks the way statistics are
  * synthesized, decides with no lock held, and executes with the core's primitives, top
  * down: a bubble is placed on the item it bursts on, burst there, and only then are its
@@ -23,6 +24,7 @@
 #include <time.h>
 #include "ma_strategy.h"
 #include "ma_distrib.h"
+#include "ma_spread.h"
 
 /* ---- the view ---- */
 
@@ -494,7 +496,7 @@ static const struct ma_level *ma_single_vp_bottom(const struct ma_level *l)
 	}
 }
 
-static void ma_spread_submit_common(struct ma_bubble *b, int memory)
+void ma_spread_submit_common(struct ma_bubble *b, int memory)
 {
 	struct ma_placed *c = ma_placed_of(memory);
 	struct ma_bubble *p = ma_entity_parent(&b->e);
@@ -575,7 +577,7 @@ static void ma_spread_gather_root(void)
 	free(open);
 }
 
-static void ma_spread_start_common(int memory)
+void ma_spread_start_common(int memory)
 {
 	ma_spread_gather_root();
 	struct ma_view v;
@@ -589,13 +591,13 @@ static void ma_spread_start_common(int memory)
 }
 
 /* Without room for the figures, every submit walks: slower, not wrong. */
-static int ma_spread_init_common(int memory)
+int ma_spread_init_common(int memory)
 {
 	(void)ma_placed_reset(ma_placed_of(memory), ma_rt.topo.nb_levels);
 	return 0;
 }
 
-static void ma_spread_exit_common(int memory)
+void ma_spread_exit_common(int memory)
 {
 	(void)ma_placed_reset(ma_placed_of(memory), 0);
 }
@@ -610,16 +612,6 @@ static void ma_spread_exit(void)
 	ma_spread_exit_common(0);
 }
 
-static int ma_memory_init(void)
-{
-	return ma_spread_init_common(1);
-}
-
-static void ma_memory_exit(void)
-{
-	ma_spread_exit_common(1);
-}
-
 static void ma_spread_start(void)
 {
 	ma_spread_start_common(0);
@@ -630,16 +622,6 @@ static void ma_spread_submit(struct ma_bubble *b)
 	ma_spread_submit_common(b, 0);
 }
 
-static void ma_memory_start(void)
-{
-	ma_spread_start_common(1);
-}
-
-static void ma_memory_submit(struct ma_bubble *b)
-{
-	ma_spread_submit_common(b, 1);
-}
-
 const struct ma_strategy ma_strategy_spread = {
 	.name = "spread",
 	.description = "recursive greedy distribution of the load statistic over the levels, bursting only "
@@ -648,14 +630,4 @@ const struct ma_strategy ma_strategy_spread = {
 	.exit = ma_spread_exit,
 	.start = ma_spread_start,
 	.submit = ma_spread_submit,
-};
-
-const struct ma_strategy ma_strategy_memory = {
-	.name = "memory",
-	.description = "a bubble goes to the NUMA node holding most of its attached memory; the rest is "
-		       "balanced by load",
-	.init = ma_memory_init,
-	.exit = ma_memory_exit,
-	.start = ma_memory_start,
-	.submit = ma_memory_submit,
 };
