@@ -103,8 +103,6 @@ struct ma_bubble {
 	atomic_uint refs;
 	uint64_t burst_ns;                /* when it last burst */
 	atomic_uint nb_out;               /* CLOSING: threads still to come back */
-	/* Strategy scratch space (owned by the current strategy). */
-	long sp[4];
 };
 
 /* Takes a reference on b; the caller holds a lock through which b is reachable (its

@@ -359,8 +359,6 @@ START_TEST(test_published_on_garbage)
 	NP(ck_assert_int_eq(atomic_load(&b->regen_armed), 0));
 	NP(ck_assert_uint_eq(atomic_load(&b->refs), 0));
 	NP(ck_assert_uint_eq(atomic_load(&b->nb_out), 0));
-	for (int i = 0; i < 4; i++)
-		NP(ck_assert_int_eq(b->sp[i], 0));
 	/* Its seed, created while it was private, is still its member. */
 	NP(ck_assert_uint_eq(b->nb_members, 1));
 	NP(ck_assert_int_eq(marcel_bubble_settimeslice(&pub, 1000), 0));
