@@ -1,9 +1,11 @@
 /*
- * Strategies: the ops table every bubble scheduler fills, and the registry.
+ * The ops table every bubble scheduler fills, the strategy in use, and the dispatchers
+ * through which bubbles/ and the core call it. The strategies themselves and their
+ * registry live above, in strategies/; bubbles/ never names one of them.
  *
- * A strategy decides; the core (bubbles/) executes. Hooks are called with no lock held
- * except sched, which is called with the run queue locked and must only read: it returns
- * what to do with the bubble find_next met, and the core does it in lock order.
+ * A strategy decides; bubbles/ executes. Hooks are called with no lock held except sched,
+ * which is called with the run queue locked and must only read: it returns what to do
+ * with the bubble find_next met, and bubbles/ does it in lock order.
  */
 #ifndef MA_STRATEGY_H
 #define MA_STRATEGY_H
@@ -49,14 +51,6 @@ struct ma_strategy {
 	unsigned char private_levels;
 };
 
-extern const struct ma_strategy ma_strategy_null MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_burst MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_spread MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_cache MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_steal MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_gang MA_HIDDEN;
-extern const struct ma_strategy ma_strategy_memory MA_HIDDEN;
-
 /* The strategy in use (never NULL while the runtime runs). */
 extern const struct ma_strategy *_Atomic ma_strategy_cur MA_HIDDEN;
 /* Whether marcel_bubble_sched_begin was called. */
@@ -67,25 +61,28 @@ static inline const struct ma_strategy *ma_strategy(void)
 	return atomic_load_explicit(&ma_strategy_cur, memory_order_acquire);
 }
 
-/* Looks a strategy up by name or alias; NULL if unknown. */
-const struct ma_strategy *ma_strategy_lookup(const char *name) MA_HIDDEN;
-/* At marcel_init: selects ma_rt.opt.bubble_sched (or the default). "list" prints the
- * names and exits; an unknown name prints the valid ones and returns EINVAL. */
-int ma_strategies_start(void) MA_HIDDEN;
-void ma_strategies_stop(void) MA_HIDDEN;
+/* Makes s the strategy in use at marcel_init (nothing begun yet, no handle): its init,
+ * then it is current. 0, or init's errno with nothing changed. */
+int ma_strategy_select(const struct ma_strategy *s) MA_HIDDEN;
+/* At marcel_end or a failed marcel_init: the current strategy's exit; none is current. */
+void ma_strategy_deselect(void) MA_HIDDEN;
+/* marcel_bubble_change_sched: makes s current (its init first, the old one's exit
+ * after, under the change lock; then its start if marcel_bubble_sched_begin was called)
+ * and remembers `handle`, what the program named it by. *old_handle: the handle that was
+ * current (the old strategy itself if none was given). 0, or s's init errno with nothing
+ * changed. */
+int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const void **old_handle) MA_HIDDEN;
+/* The handle last given to ma_strategy_switch, NULL if none since selection. Never read
+ * through: an instance may be gone once it is no longer in use. */
+const void *ma_strategy_handle(void) MA_HIDDEN;
+
+/* ---- dispatchers: the NULL defaults of the hooks live here ---- */
 /* Hands woken bubble b to the strategy (or places it on its parent's queue). */
 void ma_strategy_submit(struct ma_bubble *b) MA_HIDDEN;
-
-/* ---- helpers shared by strategies (strategies/common.c) ---- */
-/* The run queue of the item covering VP w's path at sched level `kind` (a kind bit), as
- * documented for marcel_entity_setschedlevel; NULL if kind is 0. */
-struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind) MA_HIDDEN;
-/* Work visible below rq: ready entities queued in its subtree plus busy workers. */
-unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq) MA_HIDDEN;
-/* The child queue of rq (an item queue) with the least load per VP, ties broken toward
- * prefer (a VP whose path it is on), NULL if rq has no child items with VPs. */
-struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer) MA_HIDDEN;
-/* Children item queues of rq that have VPs, in index order (returns the count). */
-unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
+/* An idle worker found nothing: 1 if the strategy made work visible to w. */
+int ma_strategy_vp_idle(struct ma_worker *w) MA_HIDDEN;
+/* A thread the strategy marked stray yields on w; without a stray hook, the mark (of a
+ * strategy no longer in use) is cleared. */
+void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 
 #endif

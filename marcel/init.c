@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
 #include "ma_preempt.h"

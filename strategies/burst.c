@@ -9,7 +9,7 @@
  * with at least as many VPs as the bubble has threads (ready ones, and for a bubble that
  * counts them, blocked ones too).
  */
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 #define MA_BURST_TIMESLICE_US 20000
 

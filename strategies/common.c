@@ -1,5 +1,5 @@
 /* What several strategies need: levels seen from a VP, and load below a run queue. */
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind)
 {

@@ -8,7 +8,7 @@
 #ifndef MA_COMMON_STEAL_H
 #define MA_COMMON_STEAL_H
 
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 /* Number of VPs whose find_next looks at rq. */
 unsigned ma_sl_nb_vps(const struct ma_runqueue *rq) MA_HIDDEN;

@@ -7,7 +7,7 @@
 #ifndef MA_SPREAD_H
 #define MA_SPREAD_H
 
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 /* Sets up (init) or drops (exit) the placed-load figures of spread or memory. */
 int ma_spread_init_common(int memory) MA_HIDDEN;

@@ -3,7 +3,7 @@
  * any VP serves their threads, round robin; nothing is ever burst or moved. It shows what
  * bubbles cost when they buy nothing, and what the other strategies gain.
  */
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 static void ma_null_submit(struct ma_bubble *b)
 {

@@ -1,28 +1,18 @@
 /*
- * The strategy registry: lookup by name, selection at init and at run time, the public
- * entry points that hand bubbles to the current strategy, and Marcel's view of the
- * strategies as classes with instances.
+ * The strategy registry: the list of the strategies, lookup by name, selection at init
+ * and at run time by name, handle or Marcel class (bubbles/strategy.c does the switch),
+ * and Marcel's view of the strategies as classes with instances.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 
 static const struct ma_strategy *const ma_strategies[] = {
 	&ma_strategy_null, &ma_strategy_burst, &ma_strategy_spread, &ma_strategy_cache,
 	&ma_strategy_steal, &ma_strategy_gang, &ma_strategy_memory,
 };
 #define MA_NB_STRATEGIES (sizeof(ma_strategies) / sizeof(ma_strategies[0]))
-
-const struct ma_strategy *_Atomic ma_strategy_cur;
-atomic_int ma_sched_begun;
-/* Serialises changes of strategy (their init and exit hooks). */
-static pthread_mutex_t ma_strategy_change_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The handle last given to marcel_bubble_change_sched (a strategy or an instance), which
- * marcel_bubble_current_sched returns as Marcel did; NULL: the one chosen at init. Never
- * read through: an instance may be gone once it is no longer in use. */
-static const void *_Atomic ma_strategy_handle;
 
 /* ---- Marcel's classes and instances ---- */
 
@@ -155,43 +145,15 @@ int ma_strategies_start(void)
 		fprintf(stderr, " (or 'list')\n");
 		return EINVAL;
 	}
-	atomic_store(&ma_sched_begun, 0);
-	atomic_store(&ma_strategy_handle, NULL);
-	if (s->init) {
-		int e = s->init();
-		if (e) {
-			fprintf(stderr, "marcel: bubble scheduler '%s' cannot start: %s\n", s->name, strerror(e));
-			return e;
-		}
-	}
-	atomic_store(&ma_strategy_cur, s);
-	return 0;
+	int e = ma_strategy_select(s);
+	if (e)
+		fprintf(stderr, "marcel: bubble scheduler '%s' cannot start: %s\n", s->name, strerror(e));
+	return e;
 }
 
 void ma_strategies_stop(void)
 {
-	const struct ma_strategy *s = ma_strategy();
-	if (s && s->exit)
-		s->exit();
-	atomic_store(&ma_strategy_cur, NULL);
-	atomic_store(&ma_strategy_handle, NULL);
-}
-
-void ma_strategy_submit(struct ma_bubble *b)
-{
-	if (b->fixed_item >= 0) {
-		ma_bubble_place(b, &ma_rt.rqs[b->fixed_item]);
-		return;
-	}
-	const struct ma_strategy *s = ma_strategy();
-	if (s && s->submit) {
-		s->submit(b);
-		return;
-	}
-	/* No opinion: on its parent's queue, closed. */
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
-	ma_bubble_place(b, h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0]);
+	ma_strategy_deselect();
 }
 
 /* ---- public API ---- */
@@ -212,7 +174,7 @@ marcel_bubble_sched_t *marcel_bubble_current_sched(void)
 {
 	if (!ma_rt.running)
 		return NULL;
-	const void *h = atomic_load(&ma_strategy_handle);
+	const void *h = ma_strategy_handle();
 	return ma_handle_out(h ? h : ma_strategy());
 }
 
@@ -236,122 +198,10 @@ const marcel_bubble_sched_t *marcel_bubble_sched_nth(unsigned i)
 marcel_bubble_sched_t *marcel_bubble_change_sched(const marcel_bubble_sched_t *h)
 {
 	const struct ma_strategy *s = ma_strategy_of_handle(h);
-	if (!s || !ma_rt.running)
+	const void *old_handle;
+	if (!s || !ma_rt.running || ma_strategy_switch(s, h, &old_handle))
 		return NULL;
-	pthread_mutex_lock(&ma_strategy_change_lock);
-	const struct ma_strategy *old = ma_strategy();
-	const void *old_handle = atomic_load(&ma_strategy_handle);
-	if (!old_handle)
-		old_handle = old;
-	if (old == s) {
-		atomic_store(&ma_strategy_handle, (const void *)h);
-		pthread_mutex_unlock(&ma_strategy_change_lock);
-		return ma_handle_out(old_handle);
-	}
-	if (s->init && s->init()) {
-		pthread_mutex_unlock(&ma_strategy_change_lock);
-		return NULL;
-	}
-	atomic_store(&ma_strategy_cur, s);
-	atomic_store(&ma_strategy_handle, (const void *)h);
-	if (old->exit)
-		old->exit();
-	pthread_mutex_unlock(&ma_strategy_change_lock);
-	if (atomic_load(&ma_sched_begun) && s->start)
-		s->start();
 	return ma_handle_out(old_handle);
-}
-
-int marcel_bubble_sched_begin(void)
-{
-	if (!ma_rt.running)
-		return EPERM;
-	atomic_store(&ma_sched_begun, 1);
-	const struct ma_strategy *s = ma_strategy();
-	if (s->start)
-		s->start();
-	return 0;
-}
-
-/* Regenerates woken bubble b (not the root) with the current strategy. */
-static void ma_shake(struct ma_bubble *b)
-{
-	const struct ma_strategy *s = ma_strategy();
-	if (s->shake) {
-		s->shake(b);
-		return;
-	}
-	if (atomic_load(&b->status) == MA_BUBBLE_OPENED)
-		ma_bubble_gather(b);
-	else if (atomic_load(&b->status) == MA_BUBBLE_CLOSED && ma_bubble_unit(b) == b)
-		ma_strategy_submit(b);
-}
-
-int marcel_bubble_shake_bubble(marcel_bubble_t *pub)
-{
-	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || b == ma_root_bubble)
-		return EINVAL;
-	if (!ma_rt.running || !b->woken)
-		return EPERM;
-	ma_shake(b);
-	return 0;
-}
-
-void marcel_bubble_shake(void)
-{
-	if (!ma_rt.running)
-		return;
-	struct ma_bubble *r = ma_root_bubble;
-	/* Taken under the root's lock, each with a reference (an implicit bubble may be let
-	 * go of meanwhile), and shaken without it: a shake locks the bubble and its holder. */
-	ma_spin_lock(&r->hold.lock);
-	unsigned n = 0, max = r->nb_members;
-	struct ma_bubble **subs = malloc(sizeof(*subs) * (max ? max : 1));
-	for (struct ma_list *l = r->members.next; subs && l != &r->members && n < max; l = l->next) {
-		struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
-		if (e->type != MA_BUBBLE_ENTITY)
-			continue;
-		struct ma_bubble *b = ma_bubble_of_entity(e);
-		if (!b->woken || ma_bubble_dead(b))
-			continue;
-		ma_bubble_ref(b);
-		subs[n++] = b;
-	}
-	ma_spin_unlock(&r->hold.lock);
-	for (unsigned i = 0; i < n; i++) {
-		ma_shake(subs[i]);
-		ma_bubble_unref(subs[i]);
-	}
-	free(subs);
-}
-
-int marcel_bubble_submit(marcel_bubble_t *pub)
-{
-	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || b == ma_root_bubble)
-		return EINVAL;
-	if (!ma_rt.running || !b->woken)
-		return EPERM;
-	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED || ma_bubble_unit(b) != b)
-		return EBUSY;
-	ma_strategy_submit(b);
-	return 0;
-}
-
-int ma_strategy_vp_idle(struct ma_worker *w)
-{
-	const struct ma_strategy *s = ma_strategy();
-	return s && s->vp_is_idle ? s->vp_is_idle(w) : 0;
-}
-
-void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
-{
-	const struct ma_strategy *s = ma_strategy();
-	if (s && s->stray)
-		s->stray(w, t);
-	else
-		atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
 }
 
 /* ---- public API: classes (Marcel) ---- */

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ma_strategy.h"
+#include "ma_strategies.h"
 #include "ma_distrib.h"
 #include "ma_spread.h"
 

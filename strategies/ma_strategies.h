@@ -1,0 +1,42 @@
+/*
+ * What every file of strategies/ shares: the ops table type (bubbles/ma_strategy.h), the
+ * seven tables and the registry that lists them, and the helpers of common.c.
+ */
+#ifndef MA_STRATEGIES_H
+#define MA_STRATEGIES_H
+
+#include "ma_strategy.h"
+
+extern const struct ma_strategy ma_strategy_null MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_burst MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_spread MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_cache MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_steal MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_gang MA_HIDDEN;
+extern const struct ma_strategy ma_strategy_memory MA_HIDDEN;
+
+/* Looks a strategy up by name or alias; NULL if unknown. */
+const struct ma_strategy *ma_strategy_lookup(const char *name) MA_HIDDEN;
+/* At marcel_init: selects ma_rt.opt.bubble_sched (or the default). "list" prints the
+ * names and exits; an unknown name prints the valid ones and returns EINVAL. */
+int ma_strategies_start(void) MA_HIDDEN;
+void ma_strategies_stop(void) MA_HIDDEN;
+
+/* For the option parser (before any layer starts): whether `name` names a strategy, and
+ * the accepted names in words. */
+int ma_strategy_name_ok(const char *name) MA_HIDDEN;
+const char *ma_strategy_names(void) MA_HIDDEN;
+
+/* ---- helpers shared by strategies (strategies/common.c) ---- */
+/* The run queue of the item covering VP w's path at sched level `kind` (a kind bit), as
+ * documented for marcel_entity_setschedlevel; NULL if kind is 0. */
+struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind) MA_HIDDEN;
+/* Work visible below rq: ready entities queued in its subtree plus busy workers. */
+unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq) MA_HIDDEN;
+/* The child queue of rq (an item queue) with the least load per VP, ties broken toward
+ * prefer (a VP whose path it is on), NULL if rq has no child items with VPs. */
+struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer) MA_HIDDEN;
+/* Children item queues of rq that have VPs, in index order (returns the count). */
+unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
+
+#endif
