@@ -1,4 +1,9 @@
-/* marcel_init / marcel_end: build the run-queue tree and workers, and take it all down. */
+/*
+ * The core's steps of marcel_init and marcel_end (marcel/startup.c runs them in order):
+ * the topology and the polling settings, the run-queue tree, the workers and main's
+ * descriptor, the CPU clock's first charge; and what marcel_end waits for before it takes
+ * the runtime down (every user thread ended, those never started run first).
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -7,12 +12,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ma_strategies.h"
-#include "ma_sanitizer.h"
+#include "ma_bubble.h"
 #include "ma_trace.h"
-#include "ma_preempt.h"
 #include "ma_signal.h"
-#include "ma_tls_check.h"
 
 /* How long an idle worker polls before it sleeps (MARCEL_IDLE_SPIN=auto). A sleeping
  * worker costs its waker a futex wake and itself the wake-up of its processor, which a
@@ -40,8 +42,8 @@ static void ma_idle_task_init(struct ma_worker *w)
 	t->last_vp = (int)w->vp;
 }
 
-/* Frees whatever marcel_init built; safe on a partially built runtime. */
-static void ma_runtime_free(void)
+/* Frees what ma_runtime_start built; safe on a partially built runtime. */
+void ma_runtime_stop(void)
 {
 	/* First: what follows may take C library locks, whose wrappers (foreign_locks.c)
 	 * read the current thread through it. */
@@ -54,13 +56,13 @@ static void ma_runtime_free(void)
 			free(ma_rt.workers[v].path);
 		free(ma_rt.workers);
 	}
+	ma_rt.workers = NULL;
 	free(ma_rt.rqs);
-	ma_topo_free(&ma_rt.topo);
+	ma_rt.rqs = NULL;
 	if (ma_main_affinity_saved) {
 		sched_setaffinity(0, sizeof(ma_main_affinity), &ma_main_affinity);
 		ma_main_affinity_saved = 0;
 	}
-	memset(&ma_rt, 0, sizeof(ma_rt));
 }
 
 static int ma_build_queues(void)
@@ -174,41 +176,8 @@ int marcel_set_processors_shared(int shared)
 	return 0;
 }
 
-/* The program's own marcel_init once the runtime started before main (ma_auto_init):
- * the call it was written to make succeeds; its --marcel-* arguments come too late to
- * apply, so they are taken out of argv (as always) and said to be ignored. */
-static int ma_init_claim(int *argc, char **argv)
+int ma_topology_start(void)
 {
-	ma_rt.auto_claimed = 1;
-	int before = argc ? *argc : 0;
-	struct ma_options *late = malloc(sizeof(*late));
-	if (!late)
-		return ENOMEM;
-	int e = ma_options_parse(late, argc, argv);
-	free(late);
-	if (!e && argc && *argc != before)
-		fprintf(stderr, "marcel: the runtime started before main (<marcel/pthread.h> with "
-				"MARCEL_PTHREAD_AUTO): --marcel-* arguments are ignored; set the MARCEL_* "
-				"variables instead\n");
-	return e;
-}
-
-int marcel_init(int *argc, char **argv)
-{
-	if (ma_rt.running) {
-		if (ma_rt.auto_started && !ma_rt.auto_claimed && ma_task_self() == ma_rt.main_task)
-			return ma_init_claim(argc, argv);
-		return EBUSY;
-	}
-	memset(&ma_rt, 0, sizeof(ma_rt));
-	ma_runtime_gen++;
-	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
-	int e = ma_options_parse(&ma_rt.opt, argc, argv);
-	if (e) {
-		memset(&ma_rt, 0, sizeof(ma_rt));
-		return e;
-	}
-
 	struct ma_topo_options to = {
 		.spec = ma_rt.opt.topology,
 		.maxarity = ma_rt.opt.maxarity,
@@ -216,79 +185,47 @@ int marcel_init(int *argc, char **argv)
 		.smt = ma_rt.opt.smt,
 	};
 	char err[512];
-	e = ma_topo_load(&ma_rt.topo, &to, err, sizeof(err));
+	int e = ma_topo_load(&ma_rt.topo, &to, err, sizeof(err));
 	if (e) {
 		if (ma_rt.opt.topology)
 			fprintf(stderr, "marcel: %s='%s': %s\n", ma_rt.opt.topology_src, ma_rt.opt.topology, err);
 		else
 			fprintf(stderr, "marcel: cannot load this machine's topology: %s\n", err);
-		memset(&ma_rt, 0, sizeof(ma_rt));
 		return e;
 	}
 	ma_rt.nb_vps = ma_rt.topo.nb_vps;
 	atomic_init(&ma_rt.timer_watcher, -1);
 	atomic_init(&ma_rt.timer_watch, MA_NO_DEADLINE);
 	ma_polling_set(0);
-	/* Before anything runs, so that the trace sees the whole run; it has printed why. */
-	if ((e = ma_trace_start())) {
-		ma_topo_free(&ma_rt.topo);
-		memset(&ma_rt, 0, sizeof(ma_rt));
-		return e;
-	}
+	return 0;
+}
 
-	if ((e = ma_build_queues()) || (e = ma_setup_main()) || (e = ma_overflow_handler_install())) {
-		fprintf(stderr, "marcel: cannot start the runtime: %s\n", strerror(e));
-		ma_runtime_free();
-		ma_trace_stop();
+void ma_topology_stop(void)
+{
+	ma_topo_free(&ma_rt.topo);
+}
+
+int ma_runtime_start(void)
+{
+	int e = ma_build_queues();
+	if (!e)
+		e = ma_setup_main();
+	if (e) {
+		ma_runtime_stop();
 		return e;
 	}
 	/* main runs from here on without a switch: its slice on VP0 starts now. */
 	MA_TRACE(MA_TR_THREAD_RUN, ma_rt.main_task->id, 0, ma_rt.main_task->name);
-	if ((e = ma_cpu_clock_start())) {
-		fprintf(stderr, "marcel: cannot start the CPU time clock thread: %s\n", strerror(e));
-		ma_overflow_handler_remove();
-		ma_runtime_free();
-		ma_trace_stop();
+	return 0;
+}
+
+int ma_cpu_clock_step_start(void)
+{
+	int e = ma_cpu_clock_start();
+	if (e)
 		return e;
-	}
 	/* main's first run is charged from now. */
 	ma_rt.workers[0].run_start = ma_cpu_clock_now();
-	ma_bubbles_start();
-	/* Prints why on failure (an unknown MARCEL_BUBBLE_SCHEDULER lists the valid ones). */
-	if ((e = ma_strategies_start())) {
-		ma_bubbles_stop();
-		ma_cpu_clock_stop();
-		ma_overflow_handler_remove();
-		ma_runtime_free();
-		ma_trace_stop();
-		return e;
-	}
-	ma_rt.running = 1;
-	/* Before the other kernel threads start: they read what it finds. */
-	if (ma_rt.opt.debug)
-		ma_tls_check_start();
-	if ((e = ma_carriers_start())) {
-		ma_tls_check_stop();
-		ma_strategies_stop();
-		ma_bubbles_stop();
-		ma_cpu_clock_stop();
-		ma_overflow_handler_remove();
-		ma_runtime_free();
-		ma_trace_stop();
-		return e;
-	}
-	/* Prints why on failure (a time slice where preemption cannot work). */
-	if ((e = ma_preempt_start())) {
-		ma_strategies_stop();
-		ma_carriers_stop();
-		ma_tls_check_stop();
-		ma_bubbles_stop();
-		ma_cpu_clock_stop();
-		ma_overflow_handler_remove();
-		ma_runtime_free();
-		ma_trace_stop();
-		return e;
-	}
 	return 0;
 }
 
@@ -341,7 +278,7 @@ void ma_end_notify(void)
 /* Waits, blocked, until every user thread has ended (but those of marcel_create_posix,
  * unless `all`). Threads never started are started (and said so); if nothing moves for a
  * while, the threads waited for are listed. */
-static void ma_end_wait(int all)
+static void ma_end_wait_threads(int all)
 {
 	atomic_store(&ma_rt.end_waiting, 1);
 	uint64_t period = (ma_rt.opt.debug ? 1u : 10u) * 1000000000ull;
@@ -371,31 +308,18 @@ static void ma_end_wait(int all)
 	atomic_store(&ma_rt.end_waiting, 0);
 }
 
-void ma_end(int all)
+int ma_end_wait(struct ma_worker *w, int all)
 {
-	if (!ma_rt.running)
-		return;
-	struct ma_worker *w = ma_worker_self();
-	struct marcel_task *m = ma_rt.main_task;
-	if (!w || w->current != m) {
-		fprintf(stderr, "marcel: marcel_end must be called by the thread that called marcel_init; "
-				"ignored\n");
-		return;
-	}
-
 	ma_private_publish_pending(w);
 	ma_wake_unwoken();
+	ma_end_wait_threads(all);
+	return all || atomic_load(&ma_rt.posix_live) == 0;
+}
 
-	ma_end_wait(all);
-	/* POSIX threads left: the process ends with them, when main returns. */
-	if (!all && atomic_load(&ma_rt.posix_live) > 0)
-		return;
-
-	/* No user thread is left: main must not be switched out while it takes the runtime
-	 * down. */
-	ma_sig_stop();
-	ma_preempt_stop();
-	ma_strategies_stop();
+void ma_main_home(void)
+{
+	struct marcel_task *m = ma_rt.main_task;
+	struct ma_worker *w;
 	/* Go back to VP 0: it is the kernel thread that called marcel_init (enabled again
 	 * if marcel_disable_vps took it away: it would never run main). */
 	marcel_vpset_t vp0 = MARCEL_VPSET_VP(0);
@@ -413,37 +337,4 @@ void ma_end(int all)
 		m->post = MA_POST_HANDOFF;
 		ma_switch_out(m, ma_carrier_context(ma_carrier_self()));
 	}
-
-	ma_carriers_stop();
-	ma_tls_check_stop();
-	ma_bubbles_stop();
-	ma_cpu_clock_stop();
-	ma_overflow_handler_remove();
-	ma_runtime_free();
-	/* Last: every worker has stopped, so every per-VP buffer is final. */
-	ma_trace_stop();
-}
-
-void marcel_end(void)
-{
-	ma_end(0);
-}
-
-/* Defined (weak, in every file) by <marcel/pthread.h> when MARCEL_PTHREAD_AUTO is set, as
- * the marcel-pthread pkg-config module does: the runtime then starts before main, so a
- * program that never calls marcel_init, or a file that made threads before it did, still
- * runs on marcel. */
-extern const int marcel_pthread_auto __attribute__((weak));
-
-__attribute__((constructor)) static void ma_auto_init(void)
-{
-	if (!&marcel_pthread_auto || ma_rt.running)
-		return;
-	int e = marcel_init(NULL, NULL);
-	if (e) {
-		/* What was wrong is on stderr already (a bad MARCEL_* variable, say). */
-		fprintf(stderr, "marcel: cannot start the runtime before main: %s\n", strerror(e));
-		exit(2);
-	}
-	ma_rt.auto_started = 1;
 }

@@ -326,10 +326,13 @@ int ma_cpu_clock_start(void) MA_HIDDEN;
 uint64_t ma_cpu_clock_precise(struct ma_worker *w) MA_HIDDEN;
 void ma_cpu_clock_stop(void) MA_HIDDEN;
 
-/* strategies/registry.c: whether a bubble scheduler has this name (or alias), and what
- * the options error message offers instead ("one of: ..."). */
-int ma_strategy_name_ok(const char *name) MA_HIDDEN;
-const char *ma_strategy_names(void) MA_HIDDEN;
+/* How the option parser checks a name it cannot know (the bubble scheduler's, which the
+ * strategies' registry knows): whether it is accepted, and the accepted ones in words
+ * for the error message. */
+struct ma_name_check {
+	int (*ok)(const char *name);
+	const char *(*names)(void);
+};
 
 struct ma_options {
 	const char *topology;             /* NULL: this machine */
@@ -341,6 +344,7 @@ struct ma_options {
 	long spin;                        /* MARCEL_SPIN; -1: automatic */
 	long idle_spin_us;                /* MARCEL_IDLE_SPIN; -1: automatic */
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
+	const struct ma_name_check *sched_names; /* checks it (NULL: any name, checked later) */
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
 	int timeslice_given;              /* set by the user: refused where it cannot work */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
@@ -415,9 +419,25 @@ extern unsigned ma_runtime_gen MA_HIDDEN;
 extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN __attribute__((tls_model("initial-exec")));
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
 
-/* marcel_end; with `all`, waiting for the threads of marcel_create_posix too (main's
- * marcel_exit, as pthread_exit in main). */
+/* marcel_end (startup.c); with `all`, waiting for the threads of marcel_create_posix too
+ * (main's marcel_exit, as pthread_exit in main). */
 void ma_end(int all) MA_HIDDEN;
+/* The core's start and stop steps of init.c, run in order by startup.c with the others: each
+ * start returns 0 or an errno value with its own part undone; each stop is safe after a
+ * failed or partial start. */
+int ma_topology_start(void) MA_HIDDEN;
+void ma_topology_stop(void) MA_HIDDEN;
+int ma_runtime_start(void) MA_HIDDEN;
+void ma_runtime_stop(void) MA_HIDDEN;
+int ma_cpu_clock_step_start(void) MA_HIDDEN;
+/* marcel_end's wait, called by main on worker w: publishes w's private work, starts the
+ * threads never started, and waits until every user thread has ended (but those of
+ * marcel_create_posix, unless `all`). 1 if the runtime may now be taken down, 0 if POSIX
+ * threads are left (the process ends with them, when main returns). */
+int ma_end_wait(struct ma_worker *w, int all) MA_HIDDEN;
+/* marcel_end, once main is alone: brings main back to VP 0 and to the kernel thread that
+ * called marcel_init, and tells the other VPs' kernel threads to stop. */
+void ma_main_home(void) MA_HIDDEN;
 /* A thread ended while marcel_end waits (init.c). */
 void ma_end_notify(void) MA_HIDDEN;
 static inline void ma_end_note_exit(void)
@@ -771,6 +791,8 @@ void ma_keys_free(struct marcel_task *t) MA_HIDDEN;
 int ma_copy_name(char *buf, size_t n, const char *name) MA_HIDDEN;
 
 /* ---- options.c ---- */
-int ma_options_parse(struct ma_options *o, int *argc, char **argv) MA_HIDDEN;
+/* Parses the MARCEL_* variables, then argv's --marcel-* arguments (taken out of argv).
+ * sched_names checks MARCEL_BUBBLE_SCHEDULER (startup.c gives the registry's). */
+int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_name_check *sched_names) MA_HIDDEN;
 
 #endif

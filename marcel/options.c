@@ -133,8 +133,9 @@ static int ma_opt_idle_spin(struct ma_options *o, const char *v, const char **ac
 
 static int ma_opt_bubble_sched(struct ma_options *o, const char *v, const char **accepted)
 {
-	*accepted = ma_strategy_names();
-	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf) || (strcmp(v, "list") && !ma_strategy_name_ok(v)))
+	const struct ma_name_check *c = o->sched_names;
+	*accepted = c ? c->names() : "the name of a bubble scheduler";
+	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf) || (strcmp(v, "list") && c && !c->ok(v)))
 		return -1;
 	strcpy(o->bubble_sched_buf, v);
 	o->bubble_sched = o->bubble_sched_buf;
@@ -197,9 +198,11 @@ static const char *const ma_future_env[] = {
 	"MARCEL_HWPRIO",
 };
 
-/* Read by the libraries built on libmarcel (libmarcel-preload), not by the runtime. */
+/* Read elsewhere: by the libraries built on libmarcel (libmarcel-preload), and by
+ * marcel_init's steps when MARCEL_DEBUG is set (startup.c). */
 static const char *const ma_companion_env[] = {
 	"MARCEL_PRELOAD_REPORT",
+	"MARCEL_DEBUG_FAIL",
 };
 
 static void ma_check_unknown_env(void)
@@ -235,9 +238,10 @@ static void ma_remove_args(int *argc, char **argv, int at, int n)
 	*argc -= n;
 }
 
-int ma_options_parse(struct ma_options *o, int *argc, char **argv)
+int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_name_check *sched_names)
 {
 	memset(o, 0, sizeof(*o));
+	o->sched_names = sched_names;
 	o->maxarity = MA_DEFAULT_MAXARITY;
 	o->stack_size = MA_DEFAULT_STACK_SIZE;
 	o->spin = -1;

@@ -1,0 +1,216 @@
+/*
+ * The composition root: marcel_init and marcel_end run the start and stop steps of every
+ * layer from one table, in one order. This file sits above the core's layer (as Linux's
+ * init/main.c sits above kernel/sched/): it is the only file of marcel/ that names
+ * functions of bubbles/ and strategies/, and only their start and stop functions and the
+ * strategy-name check of the options, declared here rather than through their headers.
+ * tools/check-layers holds it to that. An explicit table rather than constructors or
+ * linker sections: a program linked with the static libmarcel.a pulls in only the
+ * objects it references, and a layer registered by a side effect would silently be left
+ * out.
+ *
+ * marcel_init runs each step's start in table order. A start that fails has undone its
+ * own part and said why on stderr (or, for the steps marked `say`, the loop says it); the
+ * steps already started are then unwound exactly as marcel_end unwinds them: every
+ * quiesce part in reverse order, then every stop part in reverse order. marcel_end runs
+ * the quiesce parts while main is alone but the workers still run (from there on nothing
+ * may switch main out: signals, preemption, the strategy's hooks), brings main back to VP
+ * 0 and to the kernel thread that called marcel_init, then runs the stop parts.
+ *
+ * With MARCEL_DEBUG set, MARCEL_DEBUG_FAIL=<step> makes that step's start fail (ECANCELED)
+ * without running it, so that every failure path can be tested.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ma_sched.h"
+#include "ma_trace.h"
+#include "ma_preempt.h"
+#include "ma_signal.h"
+#include "ma_tls_check.h"
+
+/* The upper layers' steps (bubbles/bubble.c, strategies/registry.c). Declared here, not
+ * through their headers: the core includes no upper header. */
+int ma_bubbles_start(void) MA_HIDDEN;
+void ma_bubbles_stop(void) MA_HIDDEN;
+int ma_strategies_start(void) MA_HIDDEN;
+void ma_strategies_stop(void) MA_HIDDEN;
+int ma_strategy_name_ok(const char *name) MA_HIDDEN;
+const char *ma_strategy_names(void) MA_HIDDEN;
+
+struct ma_step {
+	const char *name;        /* for MARCEL_DEBUG_FAIL and messages */
+	int (*start)(void);      /* 0, or an errno value with its own part undone */
+	void (*quiesce)(void);   /* marcel_end, while main is alone and the workers run */
+	void (*stop)(void);      /* marcel_end, once main is home on VP 0 */
+	unsigned char say;       /* the loop says why start failed (the step does not) */
+};
+
+static int ma_running_start(void)
+{
+	ma_rt.running = 1;
+	return 0;
+}
+
+static int ma_tls_check_step(void)
+{
+	/* Before the other kernel threads start: they read what it finds. */
+	if (ma_rt.opt.debug)
+		ma_tls_check_start();
+	return 0;
+}
+
+static const struct ma_step ma_steps[] = {
+	{ "topology", ma_topology_start, NULL, ma_topology_stop, 0 },
+	/* Before anything runs, so that the trace sees the whole run; after everything stops,
+	 * so that every per-VP buffer is final. */
+	{ "trace", ma_trace_start, NULL, ma_trace_stop, 0 },
+	{ "runtime", ma_runtime_start, NULL, ma_runtime_stop, 1 },
+	{ "overflow-handler", ma_overflow_handler_install, NULL, ma_overflow_handler_remove, 1 },
+	{ "cpu-clock", ma_cpu_clock_step_start, NULL, ma_cpu_clock_stop, 1 },
+	{ "bubbles", ma_bubbles_start, NULL, ma_bubbles_stop, 1 },
+	/* Says why itself (an unknown MARCEL_BUBBLE_SCHEDULER lists the valid ones). Its stop
+	 * is a quiesce part: a strategy's hooks may move main. */
+	{ "strategies", ma_strategies_start, ma_strategies_stop, NULL, 0 },
+	{ "running", ma_running_start, NULL, NULL, 0 },
+	{ "tls-check", ma_tls_check_step, NULL, ma_tls_check_stop, 0 },
+	{ "carriers", ma_carriers_start, NULL, ma_carriers_stop, 1 },
+	/* Says why itself (a time slice where preemption cannot work). */
+	{ "preemption", ma_preempt_start, ma_preempt_stop, NULL, 0 },
+	/* Started on first use (signal.c); given back to the kernel before main goes home. */
+	{ "signals", NULL, ma_sig_stop, NULL, 0 },
+};
+#define MA_NB_STEPS (sizeof(ma_steps) / sizeof(ma_steps[0]))
+
+/* The steps [0, n) were started: undo them. */
+static void ma_steps_quiesce(unsigned n)
+{
+	while (n--)
+		if (ma_steps[n].quiesce)
+			ma_steps[n].quiesce();
+}
+
+static void ma_steps_stop(unsigned n)
+{
+	while (n--)
+		if (ma_steps[n].stop)
+			ma_steps[n].stop();
+}
+
+/* The step MARCEL_DEBUG_FAIL names (only read with MARCEL_DEBUG set), MA_NB_STEPS if
+ * none; -1 (said why) if it names no step. */
+static int ma_debug_fail_step(void)
+{
+	const char *v = ma_rt.opt.debug ? getenv("MARCEL_DEBUG_FAIL") : NULL;
+	if (!v || !*v)
+		return MA_NB_STEPS;
+	for (unsigned i = 0; i < MA_NB_STEPS; i++)
+		if (!strcmp(v, ma_steps[i].name))
+			return (int)i;
+	fprintf(stderr, "marcel: MARCEL_DEBUG_FAIL='%s': not a start-up step; one of:", v);
+	for (unsigned i = 0; i < MA_NB_STEPS; i++)
+		fprintf(stderr, " %s", ma_steps[i].name);
+	fputc('\n', stderr);
+	return -1;
+}
+
+static const struct ma_name_check ma_sched_names = { ma_strategy_name_ok, ma_strategy_names };
+
+/* The program's own marcel_init once the runtime started before main (ma_auto_init):
+ * the call it was written to make succeeds; its --marcel-* arguments come too late to
+ * apply, so they are taken out of argv (as always) and said to be ignored. */
+static int ma_init_claim(int *argc, char **argv)
+{
+	ma_rt.auto_claimed = 1;
+	int before = argc ? *argc : 0;
+	struct ma_options *late = malloc(sizeof(*late));
+	if (!late)
+		return ENOMEM;
+	int e = ma_options_parse(late, argc, argv, &ma_sched_names);
+	free(late);
+	if (!e && argc && *argc != before)
+		fprintf(stderr, "marcel: the runtime started before main (<marcel/pthread.h> with "
+				"MARCEL_PTHREAD_AUTO): --marcel-* arguments are ignored; set the MARCEL_* "
+				"variables instead\n");
+	return e;
+}
+
+int marcel_init(int *argc, char **argv)
+{
+	if (ma_rt.running) {
+		if (ma_rt.auto_started && !ma_rt.auto_claimed && ma_task_self() == ma_rt.main_task)
+			return ma_init_claim(argc, argv);
+		return EBUSY;
+	}
+	memset(&ma_rt, 0, sizeof(ma_rt));
+	ma_runtime_gen++;
+	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
+	int e = ma_options_parse(&ma_rt.opt, argc, argv, &ma_sched_names);
+	int fail = e ? -1 : ma_debug_fail_step();
+	if (fail < 0) {
+		memset(&ma_rt, 0, sizeof(ma_rt));
+		return e ? e : EINVAL;
+	}
+	unsigned n;
+	for (n = 0; n < MA_NB_STEPS; n++) {
+		const struct ma_step *s = &ma_steps[n];
+		if (n == (unsigned)fail) {
+			e = ECANCELED;
+			fprintf(stderr, "marcel: MARCEL_DEBUG_FAIL=%s: this step fails on purpose\n", s->name);
+		} else if (s->start && (e = s->start()) && s->say) {
+			fprintf(stderr, "marcel: cannot start the runtime (%s): %s\n", s->name, strerror(e));
+		}
+		if (e)
+			break;
+	}
+	if (!e)
+		return 0;
+	ma_steps_quiesce(n);
+	ma_steps_stop(n);
+	memset(&ma_rt, 0, sizeof(ma_rt));
+	return e;
+}
+
+void ma_end(int all)
+{
+	if (!ma_rt.running)
+		return;
+	struct ma_worker *w = ma_worker_self();
+	if (!w || w->current != ma_rt.main_task) {
+		fprintf(stderr, "marcel: marcel_end must be called by the thread that called marcel_init; "
+				"ignored\n");
+		return;
+	}
+	if (!ma_end_wait(w, all))
+		return; /* POSIX threads left: the process ends with them, when main returns. */
+	ma_steps_quiesce(MA_NB_STEPS);
+	ma_main_home();
+	ma_steps_stop(MA_NB_STEPS);
+	memset(&ma_rt, 0, sizeof(ma_rt));
+}
+
+void marcel_end(void)
+{
+	ma_end(0);
+}
+
+/* Defined (weak, in every file) by <marcel/pthread.h> when MARCEL_PTHREAD_AUTO is set, as
+ * the marcel-pthread pkg-config module does: the runtime then starts before main, so a
+ * program that never calls marcel_init, or a file that made threads before it did, still
+ * runs on marcel. */
+extern const int marcel_pthread_auto __attribute__((weak));
+
+__attribute__((constructor)) static void ma_auto_init(void)
+{
+	if (!&marcel_pthread_auto || ma_rt.running)
+		return;
+	int e = marcel_init(NULL, NULL);
+	if (e) {
+		/* What was wrong is on stderr already (a bad MARCEL_* variable, say). */
+		fprintf(stderr, "marcel: cannot start the runtime before main: %s\n", strerror(e));
+		exit(2);
+	}
+	ma_rt.auto_started = 1;
+}
