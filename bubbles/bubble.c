@@ -1402,6 +1402,7 @@ int marcel_attr_getinheritholder(const marcel_attr_t *attr, int *yes)
 
 int ma_bubbles_start(void)
 {
+	ma_bubble_hooks_install();
 	ma_spin_init(&ma_bubble_tree_lock);
 	/* Strategies compare a bubble's count with numbers of VPs, plus one at most
 	 * (strategies/steal.c): up to there, counts must be exact. */
@@ -1442,4 +1443,5 @@ void ma_bubbles_stop(void)
 		}
 	}
 	r->magic = 0;
+	ma_bubble_hooks_remove();
 }

@@ -1,9 +1,13 @@
 /*
- * Where entities are scheduled: queuing on run queues and in closed bubbles, what
- * find_next does with a bubble, and the placement primitives (place, burst, gather,
- * move) that strategies are built from. Lock order and states: ma_bubble.h.
+ * Where entities are scheduled inside bubbles: a closed bubble's cache (the holder
+ * operations the core calls through marcel/ma_hooks.h when an entity is held by a
+ * bubble), what find_next does with a bubble, and the placement primitives (place,
+ * burst, gather, move) that strategies are built from. Queueing on run queues is the
+ * core's (marcel/runqueue.c). Lock order and states: ma_bubble.h.
  */
+#include <string.h>
 #include "ma_strategy.h"
+#include "ma_hooks.h"
 #include "ma_trace.h"
 #include "ma_preempt.h"
 
@@ -79,25 +83,52 @@ static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
 }
 
-int ma_entity_claim_ready(struct ma_entity *e)
+/* ---- the core's holder operations for closed bubbles (marcel/ma_hooks.h) ---- */
+
+static int ma_bubble_holder_add(struct ma_holder *h, struct ma_entity *e)
 {
-	struct ma_holder *h = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
-	if (!h)
+	return ma_bubble_cache_add(ma_bubble_of_holder(h), e);
+}
+
+static int ma_bubble_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim)
+{
+	struct ma_bubble *b = ma_bubble_of_holder(h);
+	/* As ma_bubble_picked: a unit being gathered serves nothing. An emptied cache leaves
+	 * the bubble queued; find_next takes it off when it meets it. */
+	if (claim && atomic_load(&b->status) == MA_BUBBLE_CLOSING)
 		return 0;
-	ma_spin_lock(&h->lock);
-	int ok = __atomic_load_n(&e->ready_holder, __ATOMIC_RELAXED) == h;
-	if (ok && h->type == MA_RUNQUEUE_HOLDER) {
-		ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
-	} else if (ok) {
-		/* As ma_bubble_picked: a unit being gathered serves nothing. An emptied cache
-		 * leaves the bubble queued; find_next takes it off when it meets it. */
-		struct ma_bubble *b = ma_bubble_of_holder(h);
-		ok = atomic_load(&b->status) != MA_BUBBLE_CLOSING;
-		if (ok)
-			ma_cache_del(b, e);
-	}
-	ma_spin_unlock(&h->lock);
-	return ok;
+	ma_cache_del(b, e);
+	return 1;
+}
+
+static struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
+{
+	/* One being gathered (CLOSING) or taken off the queues (a gang whose turn ended) runs
+	 * nothing; its gather does not wait for a thread that was only on its way to a
+	 * processor (ma_gather_out). */
+	const struct ma_bubble *b = ma_container_of(h, struct ma_bubble, hold);
+	struct ma_holder *up = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+	if (!up || atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING)
+		return NULL;
+	return up;
+}
+
+static struct marcel_task *ma_bubble_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
+{
+	return ma_bubble_picked(w, rq, ma_bubble_of_entity(e));
+}
+
+void ma_bubble_hooks_install(void)
+{
+	ma_hooks.holder.add = ma_bubble_holder_add;
+	ma_hooks.holder.take_locked = ma_bubble_holder_take_locked;
+	ma_hooks.holder.serving = ma_bubble_holder_serving;
+	ma_hooks.pick = ma_bubble_pick;
+}
+
+void ma_bubble_hooks_remove(void)
+{
+	memset(&ma_hooks, 0, sizeof(ma_hooks));
 }
 
 /* Units a thread was counted back to while locks were held: checked once they are not. */
@@ -130,19 +161,6 @@ static void ma_backs_check(struct ma_backs *bk)
 	for (unsigned i = 0; i < bk->n; i++) {
 		ma_bubble_check_closed(bk->u[i]);
 		ma_bubble_unref(bk->u[i]);
-	}
-}
-
-void ma_entity_enqueue(struct ma_entity *e)
-{
-	for (;;) {
-		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
-		if (ma_likely(h->type == MA_RUNQUEUE_HOLDER)) {
-			if (ma_likely(ma_rq_enqueue(ma_rq_of_holder(h), e)))
-				return;
-		} else if (ma_bubble_cache_add(ma_bubble_of_holder(h), e)) {
-			return;
-		}
 	}
 }
 
@@ -322,37 +340,6 @@ void ma_bubble_start_born(struct ma_bubble *b)
 }
 
 /* ---- moving threads ---- */
-
-void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
-{
-	for (;;) {
-		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
-		if (h == nh)
-			return;
-		ma_spin_lock(&h->lock);
-		if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != h) {
-			ma_spin_unlock(&h->lock);
-			continue;
-		}
-		int queued = e->ready_holder == h;
-		if (queued) {
-			if (h->type == MA_RUNQUEUE_HOLDER)
-				ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
-			else
-				ma_cache_del(ma_bubble_of_holder(h), e);
-		}
-		__atomic_store_n(&e->sched_holder, nh, __ATOMIC_RELEASE);
-		ma_spin_unlock(&h->lock);
-		if (queued)
-			ma_entity_enqueue(e);
-		else if (e->type == MA_TASK_ENTITY && nh->type == MA_RUNQUEUE_HOLDER)
-			atomic_store(&ma_task_of_entity(e)->move_req, 1);
-		MA_TRACE(MA_TR_RQ_SWITCH, ma_entity_uid(e),
-			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->level->id : 0,
-			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->name : NULL);
-		return;
-	}
-}
 
 int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
 {

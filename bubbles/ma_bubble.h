@@ -163,10 +163,6 @@ static inline struct ma_bubble *ma_bubble_of_entity(struct ma_entity *e)
 {
 	return ma_container_of(e, struct ma_bubble, e);
 }
-static inline struct marcel_task *ma_task_of_entity(struct ma_entity *e)
-{
-	return ma_container_of(e, struct marcel_task, e);
-}
 static inline struct ma_bubble *ma_entity_parent(const struct ma_entity *e)
 {
 	struct ma_holder *h = __atomic_load_n(&e->natural_holder, __ATOMIC_RELAXED);
@@ -233,9 +229,9 @@ static inline void ma_tree_unlock(void)
 void ma_bubble_task_exit_owner(struct marcel_task *t) MA_HIDDEN;
 
 /* ---- holder.c: where entities are scheduled ---- */
-/* Makes a thread that is being placed afresh (thread, not queued) go to holder h: queued
- * at once if it was queued, else when it is next ready. */
-void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *h) MA_HIDDEN;
+/* Fills the core's hook table (marcel/ma_hooks.h) at start, empties it at stop. */
+void ma_bubble_hooks_install(void) MA_HIDDEN;
+void ma_bubble_hooks_remove(void) MA_HIDDEN;
 /* A closed, gathered, woken bubble whose parent changed or that was just woken: merged
  * into its parent's closed unit, or handed to the strategy if its parent is opened. */
 void ma_bubble_resettle(struct ma_bubble *b) MA_HIDDEN;
@@ -261,10 +257,6 @@ void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
 int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
-/* Takes ready thread e off the run queue or bubble cache it is queued in, as find_next
- * would to run it; 0 if it is not queued (on its way to a processor, or running), or if
- * its closed bubble is being gathered. */
-int ma_entity_claim_ready(struct ma_entity *e) MA_HIDDEN;
 /* A thread that was asked to come back (leave_req) left its worker: count it back. */
 void ma_task_back(struct marcel_task *t) MA_HIDDEN;
 /* The same in two steps, for a switch that must claim the count while the descriptor is
@@ -274,9 +266,6 @@ void ma_task_back(struct marcel_task *t) MA_HIDDEN;
  * thread back to it and drops that reference. */
 struct ma_bubble *ma_task_back_claim(struct marcel_task *t) MA_HIDDEN;
 void ma_unit_back(struct ma_bubble *u) MA_HIDDEN;
-/* Queues ready entity e (a thread, or a closed placed bubble) on its sched_holder: a run
- * queue, or a closed bubble's cache (which queues the bubble if needed). */
-void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
 /* Queues the n ready threads of ts as ma_entity_enqueue would, taking a bubble cache's
  * lock once for each run of threads bound for it. */
 enum { MA_ENQUEUE_BATCH = 64 };
@@ -288,8 +277,9 @@ struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b) MA_HIDDEN;
  * NULL and b is opened: the thread's own placement). force: even if b was not woken (the
  * thread then runs on the machine's queue). 0, or EINVAL if t was not BORN. */
 int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq, int force) MA_HIDDEN;
-/* find_next met bubble b at the head of rq (rq locked). Returns the thread to run, with
- * rq unlocked, or NULL (rq unlocked) to make find_next look again. */
+/* find_next met bubble b at the head of rq (rq locked): the pick hook (ma_hooks.h).
+ * Returns the thread to run, with rq unlocked, or NULL (rq unlocked) to make find_next
+ * look again. */
 struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b) MA_HIDDEN;
 /* The scheduled unit the bubble belongs to: itself if placed or opened, else the nearest
  * closed placed ancestor; NULL if not woken/placed. Caller holds the tree still. */

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ma_bubble.h"
+#include "ma_sched.h"
 #include "ma_sanitizer.h"
 #include "ma_preempt.h"
 #include "ma_tls_check.h"

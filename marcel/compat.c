@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "ma_bubble.h"
+#include "ma_sync.h"
 
 /* ---- output: stdio already locks each stream per call ---- */
 

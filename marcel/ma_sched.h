@@ -481,12 +481,26 @@ static inline int ma_path_index(const struct ma_worker *w, const struct ma_runqu
 	return -1;
 }
 
+static inline struct marcel_task *ma_task_of_entity(struct ma_entity *e)
+{
+	return ma_container_of(e, struct marcel_task, e);
+}
+
 /* ---- runqueue.c ---- */
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father) MA_HIDDEN;
-/* Queues ready entity e on its sched holder (a run queue or a closed bubble) and wakes
- * an idle worker that can see it if needed (bubbles/holder.c). */
+/* Queues ready entity e (a thread, or a closed placed bubble) on its sched holder: a run
+ * queue (waking an idle worker that can see it if needed), or another holder through
+ * its holder.add hook (ma_hooks.h). */
 void ma_entity_enqueue(struct ma_entity *e) MA_HIDDEN;
+/* Takes ready thread e off the holder it is queued in, as find_next would to run it; 0
+ * if it is not queued (on its way to a processor, or running), or if its holder serves
+ * nothing now (a closed bubble being gathered). */
+int ma_entity_claim_ready(struct ma_entity *e) MA_HIDDEN;
+/* Makes thread e, being placed afresh, go to holder h: queued there at once if it was
+ * queued, else when it is next ready (a running thread is asked to move: move_req).
+ * Bubbles are placed with ma_bubble_place, which traces them as bubbles. */
+void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *h) MA_HIDDEN;
 /* Queues e on rq if rq is still e's sched holder (checked under the lock): 0 if not.
  * While VPs are disabled, a queue only disabled VPs look at sends it to the nearest
  * queue above that an enabled one looks at (ma_rq_served). */

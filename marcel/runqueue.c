@@ -1,6 +1,28 @@
-/* Run queues: per-priority FIFOs with a bitmap, and find_next over a worker's path. */
+/*
+ * Run queues: per-priority FIFOs with a bitmap; queueing an entity on its sched holder
+ * (a run queue, or through marcel/ma_hooks.h a holder of the layer above); find_next
+ * over a worker's path.
+ *
+ * The sched holder protocol: e->sched_holder says where e is scheduled; it changes only
+ * under the lock of the holder it names. So a queuer reads it (acquire), locks that
+ * holder, and checks again under the lock that it still names it; if not, e was moved
+ * meanwhile and it starts over with the new one. e->ready_holder names the holder e is
+ * queued in (NULL while it is not queued), written under that holder's lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include "ma_bubble.h"
+#include "ma_hooks.h"
+#include "ma_trace.h"
+
+struct ma_hooks ma_hooks;
+
+_Noreturn void ma_hook_missing(const char *name)
+{
+	fprintf(stderr, "marcel: internal error: the core met a holder or an entity it cannot handle "
+			"itself, and the hook '%s' that handles it is not installed\n", name);
+	abort();
+}
 
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father)
@@ -143,9 +165,10 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 		if (bm && __builtin_ctzll(bm) <= worst_prio) {
 			struct ma_list *l = &rq->queue[__builtin_ctzll(bm)];
 			struct ma_entity *e = ma_container_of(l->next, struct ma_entity, run_node);
-			if (ma_unlikely(e->type == MA_BUBBLE_ENTITY)) {
-				/* The strategy decides; the thread comes from the bubble's cache. */
-				struct marcel_task *t = ma_bubble_picked(w, rq, ma_bubble_of_entity(e));
+			if (ma_unlikely(e->type != MA_TASK_ENTITY)) {
+				/* A closed bubble: the strategy decides, the thread comes from its
+				 * cache. */
+				struct marcel_task *t = ma_hook_pick(w, rq, e);
 				if (t && !ma_park_if_suspended(t))
 					return t;
 				continue;
@@ -168,5 +191,64 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 		}
 		/* Someone else took it between the peek and the lock: look again. */
 		ma_spin_unlock(&rq->hold.lock);
+	}
+}
+
+void ma_entity_enqueue(struct ma_entity *e)
+{
+	for (;;) {
+		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		if (ma_likely(h->type == MA_RUNQUEUE_HOLDER)) {
+			if (ma_likely(ma_rq_enqueue(ma_rq_of_holder(h), e)))
+				return;
+		} else if (ma_hook_holder_add(h, e)) {
+			return;
+		}
+	}
+}
+
+int ma_entity_claim_ready(struct ma_entity *e)
+{
+	struct ma_holder *h = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
+	if (!h)
+		return 0;
+	ma_spin_lock(&h->lock);
+	int ok = __atomic_load_n(&e->ready_holder, __ATOMIC_RELAXED) == h;
+	if (ok && h->type == MA_RUNQUEUE_HOLDER)
+		ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
+	else if (ok)
+		ok = ma_hook_holder_take_locked(h, e, 1);
+	ma_spin_unlock(&h->lock);
+	return ok;
+}
+
+void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
+{
+	for (;;) {
+		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		if (h == nh)
+			return;
+		ma_spin_lock(&h->lock);
+		if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != h) {
+			ma_spin_unlock(&h->lock);
+			continue;
+		}
+		int queued = e->ready_holder == h;
+		if (queued) {
+			if (h->type == MA_RUNQUEUE_HOLDER)
+				ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
+			else
+				(void)ma_hook_holder_take_locked(h, e, 0);
+		}
+		__atomic_store_n(&e->sched_holder, nh, __ATOMIC_RELEASE);
+		ma_spin_unlock(&h->lock);
+		if (queued)
+			ma_entity_enqueue(e);
+		else if (e->type == MA_TASK_ENTITY && nh->type == MA_RUNQUEUE_HOLDER)
+			atomic_store(&ma_task_of_entity(e)->move_req, 1);
+		MA_TRACE(MA_TR_RQ_SWITCH, e->type == MA_TASK_ENTITY ? ma_task_of_entity(e)->id : 0,
+			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->level->id : 0,
+			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->name : NULL);
+		return;
 	}
 }

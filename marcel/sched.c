@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "ma_bubble.h"
+#include "ma_hooks.h"
 #include "ma_sanitizer.h"
 #include "ma_signal.h"
 #include "ma_tls_check.h"
@@ -88,13 +89,10 @@ ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
 static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_task *t)
 {
 	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
-	if (h && h->type == MA_BUBBLE_HOLDER) {
-		/* Held by a closed bubble: one being gathered (CLOSING) or taken off the queues
-		 * (a gang whose turn ended) runs nothing; its gather does not wait for a thread
-		 * that was only on its way to a processor (holder.c, ma_gather_out). */
-		const struct ma_bubble *b = ma_bubble_of_holder(h);
-		h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
-		if (!h || atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING)
+	if (h && h->type != MA_RUNQUEUE_HOLDER) {
+		/* Held by a closed bubble: where it is served from, if it serves anything. */
+		h = ma_hook_holder_serving(h);
+		if (!h)
 			return 0;
 	}
 	if (!h || h->type != MA_RUNQUEUE_HOLDER)

@@ -1,7 +1,7 @@
 /*
  * Moving the calling thread onto a VP set, and switching VPs off and on.
  */
-#include "ma_bubble.h"
+#include "ma_sched.h"
 
 /* Requeues the caller on its (new) sched holder and runs something else: the next worker
  * that can see the holder picks it up. */

@@ -1,0 +1,92 @@
+/*
+ * The hooks through which the core reaches the layer above it without naming it, the
+ * way Linux's scheduler core calls a sched_class and Argobots calls a pool's ops.
+ *
+ * One table, filled by the bubbles' start step (startup.c runs it before the carriers,
+ * so before any worker but VP 0's runs) and emptied by its stop step, after the carriers
+ * have stopped: it never changes while another worker runs, so it is read with plain
+ * loads (starting a carrier's kernel thread orders the store before every read there).
+ *
+ * Holders. The core owns run queues (MA_RUNQUEUE_HOLDER) and queues entities on them
+ * itself; a holder of any other type (today only a closed bubble, MA_BUBBLE_HOLDER) is
+ * reached through `holder`. The hot paths test the type first, so a program without
+ * bubbles makes no indirect call on a yield, a wake-up or find_next.
+ *
+ *  hook                     | called by                         | locks held on entry
+ * --------------------------+-----------------------------------+---------------------
+ *  holder.add(h, e)         | ma_entity_enqueue: every wake-up, | none; takes h's lock,
+ *                           | requeue or start of e held by h   | then maybe a queue's
+ *  holder.take_locked(h, e, | ma_entity_claim_ready (a seed     | h->lock
+ *      claim)               | joined), ma_entity_move_to_holder |
+ *  holder.serving(h)        | ma_task_still_ours, at a switch   | none (lock-free)
+ *                           | to a thread held by h             |
+ *  pick(w, rq, e)           | find_next met an entity that is   | rq->hold.lock;
+ *                           | not a thread at the head of rq    | released on return
+ *
+ * None of them may block: they take spin locks only, in the lock order of
+ * bubbles/ma_bubble.h (a bubble before a run queue).
+ */
+#ifndef MA_HOOKS_H
+#define MA_HOOKS_H
+
+#include "ma_sched.h"
+
+struct ma_holder_ops {
+	/* Queues ready entity e in h, which was e's sched holder when the caller read it.
+	 * 0 if it no longer is (nothing done: the caller reads the sched holder again). */
+	int (*add)(struct ma_holder *h, struct ma_entity *e);
+	/* Takes queued e out of h (h locked, e queued in h). With `claim` (the caller means to
+	 * run e now, in place of whoever would have taken it from h), 0 and nothing done if
+	 * h serves nothing at the moment; else 1. */
+	int (*take_locked)(struct ma_holder *h, struct ma_entity *e, int claim);
+	/* The holder the entities held by h are served from now (a run queue, or the holder
+	 * of a closed unit that contains h), NULL if h serves nothing (it is being gathered,
+	 * or taken off the queues). Reads without locks: the answer may be stale, which the
+	 * callers allow for (a thread moved meanwhile is requeued where it belongs). */
+	struct ma_holder *(*serving)(const struct ma_holder *h);
+};
+
+struct ma_hooks {
+	struct ma_holder_ops holder; /* for every holder that is not a run queue */
+	/* find_next took entity e, which is not a thread, off the head of rq (rq locked):
+	 * returns a thread for w to run (taken off its queue or cache), or NULL to look
+	 * again. Returns with rq unlocked, always; may only try-lock another holder while
+	 * it holds rq. Bounded: no wait. */
+	struct marcel_task *(*pick)(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e);
+};
+
+extern struct ma_hooks ma_hooks MA_HIDDEN;
+
+/* A hook the layer above did not fill was called: a holder type or an entity type the
+ * core cannot handle itself exists without the layer that made it. Never returns. */
+_Noreturn void ma_hook_missing(const char *name) MA_HIDDEN;
+
+static inline int ma_hook_holder_add(struct ma_holder *h, struct ma_entity *e)
+{
+	if (ma_unlikely(!ma_hooks.holder.add))
+		ma_hook_missing("holder.add");
+	return ma_hooks.holder.add(h, e);
+}
+
+static inline int ma_hook_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim)
+{
+	if (ma_unlikely(!ma_hooks.holder.take_locked))
+		ma_hook_missing("holder.take_locked");
+	return ma_hooks.holder.take_locked(h, e, claim);
+}
+
+static inline struct ma_holder *ma_hook_holder_serving(const struct ma_holder *h)
+{
+	if (ma_unlikely(!ma_hooks.holder.serving))
+		ma_hook_missing("holder.serving");
+	return ma_hooks.holder.serving(h);
+}
+
+static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
+{
+	if (ma_unlikely(!ma_hooks.pick))
+		ma_hook_missing("pick");
+	return ma_hooks.pick(w, rq, e);
+}
+
+#endif
