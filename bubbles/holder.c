@@ -113,17 +113,12 @@ static struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
 	return up;
 }
 
-static struct marcel_task *ma_bubble_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
-{
-	return ma_bubble_picked(w, rq, ma_bubble_of_entity(e));
-}
-
 void ma_bubble_hooks_install(void)
 {
 	ma_hooks.holder.add = ma_bubble_holder_add;
 	ma_hooks.holder.take_locked = ma_bubble_holder_take_locked;
 	ma_hooks.holder.serving = ma_bubble_holder_serving;
-	ma_hooks.pick = ma_bubble_pick;
+	ma_hooks.pick = ma_bubble_picked;
 }
 
 void ma_bubble_hooks_remove(void)
@@ -781,8 +776,9 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 
 /* ---- find_next meets a bubble ---- */
 
-struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b)
+struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
 {
+	struct ma_bubble *b = ma_bubble_of_entity(e);
 	const struct ma_strategy *s = ma_strategy();
 	struct ma_runqueue *to = NULL;
 	enum ma_pick what = MA_PICK_SERVE;
@@ -799,10 +795,10 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 		struct marcel_task *t = NULL;
 		/* A unit being gathered is not served (the switch would send the thread back). */
 		if (!ma_list_empty(&b->cache) && atomic_load(&b->status) != MA_BUBBLE_CLOSING) {
-			struct ma_entity *e = ma_container_of(b->cache.next, struct ma_entity, run_node);
-			ma_cache_del(b, e);
-			__atomic_store_n(&e->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
-			t = ma_task_of_entity(e);
+			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
+			ma_cache_del(b, c);
+			__atomic_store_n(&c->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
+			t = ma_task_of_entity(c);
 		}
 		ma_rq_dequeue_locked(rq, &b->e);
 		if (t && !ma_list_empty(&b->cache))

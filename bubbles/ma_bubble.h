@@ -277,10 +277,10 @@ struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b) MA_HIDDEN;
  * NULL and b is opened: the thread's own placement). force: even if b was not woken (the
  * thread then runs on the machine's queue). 0, or EINVAL if t was not BORN. */
 int ma_bubble_start_task(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq, int force) MA_HIDDEN;
-/* find_next met bubble b at the head of rq (rq locked): the pick hook (ma_hooks.h).
- * Returns the thread to run, with rq unlocked, or NULL (rq unlocked) to make find_next
- * look again. */
-struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b) MA_HIDDEN;
+/* find_next met closed bubble e at the head of rq (rq locked): the pick hook
+ * (ma_hooks.h). Returns the thread to run, with rq unlocked, or NULL (rq unlocked) to
+ * make find_next look again. */
+struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
 /* The scheduled unit the bubble belongs to: itself if placed or opened, else the nearest
  * closed placed ancestor; NULL if not woken/placed. Caller holds the tree still. */
 struct ma_bubble *ma_bubble_unit(struct ma_bubble *b) MA_HIDDEN;

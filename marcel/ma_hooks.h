@@ -57,35 +57,27 @@ struct ma_hooks {
 
 extern struct ma_hooks ma_hooks MA_HIDDEN;
 
-/* A hook the layer above did not fill was called: a holder type or an entity type the
- * core cannot handle itself exists without the layer that made it. Never returns. */
-_Noreturn void ma_hook_missing(const char *name) MA_HIDDEN;
-
+/* The wrappers call without a NULL test: an entity that is not a thread, or a holder
+ * that is not a run queue, can only have been made by the layer that fills these hooks,
+ * and it fills them before it makes any (its start step) and empties them after the
+ * last is gone (its stop step, once every worker has stopped). */
 static inline int ma_hook_holder_add(struct ma_holder *h, struct ma_entity *e)
 {
-	if (ma_unlikely(!ma_hooks.holder.add))
-		ma_hook_missing("holder.add");
 	return ma_hooks.holder.add(h, e);
 }
 
 static inline int ma_hook_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim)
 {
-	if (ma_unlikely(!ma_hooks.holder.take_locked))
-		ma_hook_missing("holder.take_locked");
 	return ma_hooks.holder.take_locked(h, e, claim);
 }
 
 static inline struct ma_holder *ma_hook_holder_serving(const struct ma_holder *h)
 {
-	if (ma_unlikely(!ma_hooks.holder.serving))
-		ma_hook_missing("holder.serving");
 	return ma_hooks.holder.serving(h);
 }
 
 static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
 {
-	if (ma_unlikely(!ma_hooks.pick))
-		ma_hook_missing("pick");
 	return ma_hooks.pick(w, rq, e);
 }
 

@@ -9,20 +9,11 @@
  * meanwhile and it starts over with the new one. e->ready_holder names the holder e is
  * queued in (NULL while it is not queued), written under that holder's lock.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "ma_hooks.h"
 #include "ma_trace.h"
 
 struct ma_hooks ma_hooks;
-
-_Noreturn void ma_hook_missing(const char *name)
-{
-	fprintf(stderr, "marcel: internal error: the core met a holder or an entity it cannot handle "
-			"itself, and the hook '%s' that handles it is not installed\n", name);
-	abort();
-}
 
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father)
