@@ -43,7 +43,7 @@ static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
 	}
 	if (e->type != MA_TASK_ENTITY || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_CLOSING ||
-	    ma_task_of_entity(e)->leave_unit != b || !atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
+	    ma_task_of_entity(e)->leave_unit != &b->hold || !atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
 		return 0;
 	/* The reference e held while it was out (ma_gather_out) is now ours: once unlocked,
 	 * e may run and end, and b be joined, before we count e back (see ma_bubble_ref). */
@@ -113,12 +113,15 @@ static struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
 	return up;
 }
 
+static void ma_unit_back(struct ma_holder *h);
+
 void ma_bubble_hooks_install(void)
 {
 	ma_hooks.holder.add = ma_bubble_holder_add;
 	ma_hooks.holder.take_locked = ma_bubble_holder_take_locked;
 	ma_hooks.holder.serving = ma_bubble_holder_serving;
 	ma_hooks.pick = ma_bubble_picked;
+	ma_hooks.unit_back = ma_unit_back;
 }
 
 void ma_bubble_hooks_remove(void)
@@ -144,7 +147,7 @@ static void ma_back_quiet(struct ma_entity *c, struct ma_backs *bk)
 	if (!atomic_load_explicit(&t->leave_req, memory_order_relaxed) || !atomic_exchange(&t->leave_req, 0))
 		return;
 	/* t's reference (ma_gather_out) keeps u until ma_backs_check or below. */
-	struct ma_bubble *u = t->leave_unit;
+	struct ma_bubble *u = ma_bubble_of_holder(t->leave_unit);
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		bk->u[bk->n++] = u;
 	else
@@ -545,7 +548,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 	if (atomic_load(&t->leave_req))
 		return;
 	atomic_fetch_add(&u->nb_out, 1);
-	t->leave_unit = u;
+	t->leave_unit = &u->hold;
 	/* Held until t is counted back, wherever that is: t may meanwhile end and empty u,
 	 * and an implicit bubble emptied is let go of (ma_bubble_free_now). */
 	ma_bubble_ref(u);
@@ -647,25 +650,14 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	return out;
 }
 
-struct ma_bubble *ma_task_back_claim(struct marcel_task *t)
-{
-	return atomic_exchange(&t->leave_req, 0) ? t->leave_unit : NULL;
-}
-
-void ma_unit_back(struct ma_bubble *u)
+static void ma_unit_back(struct ma_holder *h)
 {
 	/* The thread's reference, taken when it was asked back (ma_gather_out), keeps u
 	 * until here: u may have been let go of meanwhile, if the thread emptied it. */
+	struct ma_bubble *u = ma_bubble_of_holder(h);
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		ma_bubble_check_closed(u);
 	ma_bubble_unref(u);
-}
-
-void ma_task_back(struct marcel_task *t)
-{
-	struct ma_bubble *u = ma_task_back_claim(t);
-	if (u)
-		ma_unit_back(u);
 }
 
 void ma_bubble_check_closed(struct ma_bubble *b)

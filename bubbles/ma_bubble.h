@@ -257,15 +257,6 @@ void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
 int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
-/* A thread that was asked to come back (leave_req) left its worker: count it back. */
-void ma_task_back(struct marcel_task *t) MA_HIDDEN;
-/* The same in two steps, for a switch that must claim the count while the descriptor is
- * still its own (before on_cpu is cleared: a joiner may then recycle it, leave_req with
- * it) and count once the thread is where it goes: ma_task_back_claim returns the unit
- * that waits for t (NULL if none), whose reference t held, and ma_unit_back counts one
- * thread back to it and drops that reference. */
-struct ma_bubble *ma_task_back_claim(struct marcel_task *t) MA_HIDDEN;
-void ma_unit_back(struct ma_bubble *u) MA_HIDDEN;
 /* Queues the n ready threads of ts as ma_entity_enqueue would, taking a bubble cache's
  * lock once for each run of threads bound for it. */
 enum { MA_ENQUEUE_BATCH = 64 };

@@ -22,6 +22,8 @@
  *                           | to a thread held by h             |
  *  pick(w, rq, e)           | find_next met an entity that is   | rq->hold.lock;
  *                           | not a thread at the head of rq    | released on return
+ *  unit_back(unit)          | ma_finish_switch, after the post  | none
+ *                           | step; ma_seed_enter/leave         |
  *
  * None of them may block: they take spin locks only, in the lock order of
  * bubbles/ma_bubble.h (a bubble before a run queue).
@@ -53,6 +55,10 @@ struct ma_hooks {
 	 * again. Returns with rq unlocked, always; may only try-lock another holder while
 	 * it holds rq. Bounded: no wait. */
 	struct marcel_task *(*pick)(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e);
+	/* A thread its unit asked back (leave_req, leave_unit: a gather waits for it) has left
+	 * its processor or stopped running its own code: unit (the holder of the unit that
+	 * asked) counts one thread back and drops the reference the thread held on it. */
+	void (*unit_back)(struct ma_holder *unit);
 };
 
 extern struct ma_hooks ma_hooks MA_HIDDEN;
@@ -74,6 +80,30 @@ static inline int ma_hook_holder_take_locked(struct ma_holder *h, struct ma_enti
 static inline struct ma_holder *ma_hook_holder_serving(const struct ma_holder *h)
 {
 	return ma_hooks.holder.serving(h);
+}
+
+/* A unit asked t back (leave_req): its holder, with the request claimed (the count is
+ * the caller's to give with ma_hook_unit_back), or NULL if none was pending. Claimed in
+ * its own step so that a switch can claim while the descriptor is still its own (before
+ * on_cpu is cleared: a joiner may then recycle it, leave_req with it) and count once the
+ * thread is where it goes. */
+static inline struct ma_holder *ma_task_back_claim(struct marcel_task *t)
+{
+	return atomic_exchange(&t->leave_req, 0) ? t->leave_unit : NULL;
+}
+
+static inline void ma_hook_unit_back(struct ma_holder *unit)
+{
+	ma_hooks.unit_back(unit);
+}
+
+/* t, which its unit may have asked back, is back for it (it hosts a seed, or stopped
+ * hosting one) without a switch. */
+static inline void ma_task_back(struct marcel_task *t)
+{
+	struct ma_holder *u = ma_task_back_claim(t);
+	if (u)
+		ma_hook_unit_back(u);
 }
 
 static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)

@@ -198,7 +198,7 @@ struct marcel_task {
 	 * yields the strategy's stray hook may send it back. stray_yields is its own count. */
 	atomic_int stray;
 	unsigned stray_yields;
-	struct ma_bubble *leave_unit;     /* the bubble counting it (leave_req) */
+	struct ma_holder *leave_unit;     /* the unit counting it (leave_req): its holder */
 	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;

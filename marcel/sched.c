@@ -41,7 +41,7 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 	 * elsewhere, end and be joined, and its descriptor recycled with leave_req reset
 	 * (a regeneration soak lost a count that way, and its bubble waited for ever). A
 	 * queueing below into that closing bubble's cache then finds nothing to count. */
-	struct ma_bubble *back = NULL;
+	struct ma_holder *back = NULL;
 	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE)
 		back = ma_task_back_claim(prev);
 	switch (prev->post) {
@@ -68,7 +68,7 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		abort();
 	}
 	if (back)
-		ma_unit_back(back);
+		ma_hook_unit_back(back);
 }
 
 /* Work common to every context resuming after a switch (or starting). */

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include <pthread.h>
 #include "ma_bubble.h"
+#include "ma_hooks.h"
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
 
