@@ -7,6 +7,7 @@
 #include <string.h>
 #include "ma_strategy.h"
 #include "ma_trace.h"
+#include "ma_hooks.h"
 
 /* Lines of their own: the tree lock is written by every VP at every structural change,
  * which would otherwise take away whatever shares its line (the root's entity, read by
@@ -1059,16 +1060,18 @@ marcel_bubble_t *marcel_bubble_children(void)
 	return cb ? ma_bubble_pub(cb) : NULL;
 }
 
-int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_runqueue *rq, int start)
+/* Thread creation: puts t (BORN) into b (the bubble its attributes name, validated; NULL:
+ * its creator's) and, if `start`, starts it there (rq: the queue its attributes chose, or
+ * NULL) once that bubble is woken.
+ * Out of line: ma_bubble_task_new's fast path, a level of a recursion, must not pay for
+ * the registers this one needs. */
+static __attribute__((noinline)) int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr,
+							   struct ma_bubble *b, struct ma_runqueue *rq, int start)
 {
-	struct ma_bubble *b = NULL;
 	/* Named explicitly: a member as if inserted. marcel_root_bubble named is the default
 	 * holder of the threads that have none, not a membership. */
 	int named = 0;
-	if (attr && attr->natural_bubble) {
-		b = ma_bubble_get_raw(attr->natural_bubble);
-		if (!b)
-			return EINVAL;
+	if (b) {
 		named = b != ma_root_bubble;
 	} else {
 		struct marcel_task *self = ma_task_self();
@@ -1115,6 +1118,50 @@ void ma_bubble_task_exit_owner(struct marcel_task *t)
 		if (free_it)
 			ma_bubble_free_now(cb);
 	}
+}
+
+/* ma_bubble_task_new when attr names a bubble not set up yet (a static initializer) or no
+ * bubble at all. */
+static __attribute__((noinline)) int ma_bubble_task_new_slow(struct ma_worker *w, struct marcel_task *t, marcel_t *pid,
+							     const marcel_attr_t *attr, struct ma_runqueue *rq,
+							     int start)
+{
+	struct ma_bubble *b = ma_bubble_get_raw(attr->natural_bubble);
+	if (!b)
+		return EINVAL;
+	ma_task_born(w, t, pid);
+	return ma_bubble_adopt_new(t, attr, b, rq, start);
+}
+
+/* No call on the way to a private bubble but the tail calls: a level of a recursion
+ * comes here twice, and registers saved for a call would cost each level. */
+int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+		       struct ma_runqueue *rq, int start)
+{
+	struct ma_bubble *b = attr ? ma_bubble_of(attr->natural_bubble) : NULL;
+	if (b && ma_unlikely(__atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) != MA_BUBBLE_MAGIC))
+		return ma_bubble_task_new_slow(w, t, pid, attr, rq, start);
+	ma_task_born(w, t, pid);
+	/* Into the private bubble of w its attributes name, without a lock, when nobody
+	 * asked w for anything (ma_private_adopt_fast); else ma_bubble_adopt_new. */
+	if (b && start && w && atomic_load_explicit(&b->private_w, memory_order_acquire) == w &&
+	    !ma_private_asked(w) && t->seed && !t->placed) {
+		ma_private_add_seed(b, t, 1);
+		return 0;
+	}
+	return ma_bubble_adopt_new(t, attr, b, rq, start);
+}
+
+int ma_bubble_task_start(struct marcel_task *t, int at_end)
+{
+	struct ma_bubble *b = ma_entity_parent(&t->e);
+	if (!b)
+		return EINVAL;
+	/* A bubble private to a VP whose threads still run is theirs to publish
+	 * (private.c). */
+	if (at_end && atomic_load_explicit(&b->private_w, memory_order_acquire))
+		return EAGAIN;
+	return ma_bubble_start_task(b, t, NULL, 1);
 }
 
 void ma_bubble_task_exit(struct marcel_task *t)

@@ -5,9 +5,7 @@
  * burst, gather, move) that strategies are built from. Queueing on run queues is the
  * core's (marcel/runqueue.c). Lock order and states: ma_bubble.h.
  */
-#include <string.h>
 #include "ma_strategy.h"
-#include "ma_hooks.h"
 #include "ma_trace.h"
 #include "ma_preempt.h"
 
@@ -85,12 +83,12 @@ static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 
 /* ---- the core's holder operations for closed bubbles (marcel/ma_hooks.h) ---- */
 
-static int ma_bubble_holder_add(struct ma_holder *h, struct ma_entity *e)
+int ma_bubble_holder_add(struct ma_holder *h, struct ma_entity *e)
 {
 	return ma_bubble_cache_add(ma_bubble_of_holder(h), e);
 }
 
-static int ma_bubble_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim)
+int ma_bubble_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim)
 {
 	struct ma_bubble *b = ma_bubble_of_holder(h);
 	/* As ma_bubble_picked: a unit being gathered serves nothing. An emptied cache leaves
@@ -101,7 +99,7 @@ static int ma_bubble_holder_take_locked(struct ma_holder *h, struct ma_entity *e
 	return 1;
 }
 
-static struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
+struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
 {
 	/* One being gathered (CLOSING) or taken off the queues (a gang whose turn ended) runs
 	 * nothing; its gather does not wait for a thread that was only on its way to a
@@ -111,22 +109,6 @@ static struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
 	if (!up || atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING)
 		return NULL;
 	return up;
-}
-
-static void ma_unit_back(struct ma_holder *h);
-
-void ma_bubble_hooks_install(void)
-{
-	ma_hooks.holder.add = ma_bubble_holder_add;
-	ma_hooks.holder.take_locked = ma_bubble_holder_take_locked;
-	ma_hooks.holder.serving = ma_bubble_holder_serving;
-	ma_hooks.pick = ma_bubble_picked;
-	ma_hooks.unit_back = ma_unit_back;
-}
-
-void ma_bubble_hooks_remove(void)
-{
-	memset(&ma_hooks, 0, sizeof(ma_hooks));
 }
 
 /* Units a thread was counted back to while locks were held: checked once they are not. */
@@ -650,7 +632,7 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 	return out;
 }
 
-static void ma_unit_back(struct ma_holder *h)
+void ma_unit_back(struct ma_holder *h)
 {
 	/* The thread's reference, taken when it was asked back (ma_gather_out), keeps u
 	 * until here: u may have been let go of meanwhile, if the thread emptied it. */

@@ -195,9 +195,6 @@ int ma_bubble_wake_as(struct ma_bubble *b, struct marcel_task *self) MA_HIDDEN;
 void ma_bubble_complete(struct ma_bubble *b) MA_HIDDEN;
 int ma_bubbles_start(void) MA_HIDDEN;
 void ma_bubbles_stop(void) MA_HIDDEN;
-/* Thread creation: puts t (BORN) into the bubble its attributes name and, if `start`,
- * starts it there (rq: the queue its attributes chose, or NULL) once that bubble is woken. */
-int ma_bubble_adopt_new(struct marcel_task *t, const marcel_attr_t *attr, struct ma_runqueue *rq, int start) MA_HIDDEN;
 /* Makes BORN thread t of b (locked, woken or forced) READY where it is to run; the caller
  * queues it once b is unlocked. */
 void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_runqueue *rq) MA_HIDDEN;
@@ -229,9 +226,6 @@ static inline void ma_tree_unlock(void)
 void ma_bubble_task_exit_owner(struct marcel_task *t) MA_HIDDEN;
 
 /* ---- holder.c: where entities are scheduled ---- */
-/* Fills the core's hook table (marcel/ma_hooks.h) at start, empties it at stop. */
-void ma_bubble_hooks_install(void) MA_HIDDEN;
-void ma_bubble_hooks_remove(void) MA_HIDDEN;
 /* A closed, gathered, woken bubble whose parent changed or that was just woken: merged
  * into its parent's closed unit, or handed to the strategy if its parent is opened. */
 void ma_bubble_resettle(struct ma_bubble *b) MA_HIDDEN;
@@ -250,11 +244,6 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b) MA_HIDDEN;
 void ma_bubble_start_born(struct ma_bubble *b) MA_HIDDEN;
 /* The same, the caller holding the tree lock. */
 void ma_start_born(struct ma_bubble *b) MA_HIDDEN;
-/* threads.c: one line on t for people (state, and why it has not started); marcel_end's
- * report of the threads it has waited for `seconds` (only if none runs or is ready,
- * unless `always`): 1 if it printed. */
-void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
-int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
 /* Takes placed bubble b off its run queue (it becomes unplaced and closed). */
 void ma_bubble_unplace(struct ma_bubble *b) MA_HIDDEN;
 /* Queues the n ready threads of ts as ma_entity_enqueue would, taking a bubble cache's
@@ -385,18 +374,20 @@ static inline void ma_private_task_exit(struct ma_bubble *b, struct marcel_task 
 				      memory_order_relaxed);
 }
 
-/* Thread creation (ma_create): t goes into the private bubble of w its attributes name,
- * if they name one; else ma_bubble_adopt_new. attr's bubble was validated. */
-static inline int ma_bubble_adopt(struct ma_worker *w, struct marcel_task *t, const marcel_attr_t *attr,
-				  struct ma_runqueue *rq, int start)
-{
-	if (attr && attr->natural_bubble && start && w) {
-		struct ma_bubble *b = ma_bubble_of(attr->natural_bubble);
-		if (atomic_load_explicit(&b->private_w, memory_order_acquire) == w && ma_private_adopt_fast(w, b, t, 1))
-			return 0;
-	}
-	return ma_bubble_adopt_new(t, attr, rq, start);
-}
+/* ---- the core's hooks (marcel/ma_hooks.h), installed by hooks.c ---- */
+void ma_bubble_hooks_install(void) MA_HIDDEN;
+void ma_bubble_hooks_remove(void) MA_HIDDEN;
+/* holder.c */
+int ma_bubble_holder_add(struct ma_holder *h, struct ma_entity *e) MA_HIDDEN;
+int ma_bubble_holder_take_locked(struct ma_holder *h, struct ma_entity *e, int claim) MA_HIDDEN;
+struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h) MA_HIDDEN;
+void ma_unit_back(struct ma_holder *unit) MA_HIDDEN;
+/* bubble.c: thread life (ma_bubble_task_exit is task_end) */
+int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+		       struct ma_runqueue *rq, int start) MA_HIDDEN;
+int ma_bubble_task_start(struct marcel_task *t, int at_end) MA_HIDDEN;
+/* threads.c */
+void ma_bubble_describe(FILE *out, struct marcel_task *t) MA_HIDDEN;
 
 /* ---- regen.c ---- */
 /* Arms b's regeneration after it burst on worker w (if it has a time slice). */

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ma_bubble.h"
+#include "ma_hooks.h"
 #include "ma_trace.h"
 #include "ma_signal.h"
 
@@ -247,11 +248,9 @@ static unsigned long ma_live_threads(void)
  * forever: run them, and say so. */
 static void ma_start_unwoken(struct marcel_task *t, void *arg)
 {
-	struct ma_bubble *b;
-	/* A bubble private to a VP whose threads still run is theirs to publish
-	 * (bubbles/private.c); the next pass sees it public. */
-	if (atomic_load(&t->state) == MA_TASK_BORN && (b = ma_entity_parent(&t->e)) &&
-	    !atomic_load_explicit(&b->private_w, memory_order_acquire) && ma_bubble_start_task(b, t, NULL, 1) == 0)
+	/* A unit private to a VP whose threads still run is theirs to publish; the next pass
+	 * sees it public. */
+	if (atomic_load(&t->state) == MA_TASK_BORN && ma_hook_task_start(t, 1) == 0)
 		++*(unsigned *)arg;
 }
 

@@ -24,6 +24,12 @@
  *                           | not a thread at the head of rq    | released on return
  *  unit_back(unit)          | ma_finish_switch, after the post  | none
  *                           | step; ma_seed_enter/leave         |
+ *  task_new(w, t, pid, ...) | marcel_create (calls back         | none
+ *                           | ma_task_born once it accepts t)   |
+ *  task_start(t, at_end)    | marcel_wake_up_created_thread,    | none
+ *                           | marcel_end (never started)        |
+ *  task_end(t)              | ma_task_finish (t ends as itself) | none
+ *  describe(out, t)         | ma_print_thread (diagnostics)     | none
  *
  * None of them may block: they take spin locks only, in the lock order of
  * bubbles/ma_bubble.h (a bubble before a run queue).
@@ -59,6 +65,32 @@ struct ma_hooks {
 	 * its processor or stopped running its own code: unit (the holder of the unit that
 	 * asked) counts one thread back and drops the reference the thread held on it. */
 	void (*unit_back)(struct ma_holder *unit);
+
+	/* Thread life. */
+	/* New thread t (set up, not yet visible: FREE) joins the unit attr names (or its
+	 * creator's) and, if `start`, becomes ready: on rq if its attributes chose a queue,
+	 * else where its unit says. w: the creator's worker, NULL if not a marcel thread.
+	 * Once it has accepted t, and before it puts t anywhere another thread could see it,
+	 * it calls ma_task_born(w, t, pid) (exactly once); if it refuses t (EINVAL: attr
+	 * names what is not a bubble) it returns the error without calling it, and the core
+	 * frees t. One call, not a check then an adoption: a level of a recursion creates
+	 * through here, and each call across layers costs it (doc/design.md, "Spawn
+	 * cost"). */
+	int (*task_new)(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+			struct ma_runqueue *rq, int start);
+	/* Starts BORN thread t, made with marcel_create_dontsched (or left unstarted in a unit
+	 * never woken): 0, or EINVAL if it was not BORN or has no unit. `at_end`: for
+	 * marcel_end's start of what was never started, which leaves a unit private to a VP
+	 * to that VP (EAGAIN; it publishes it in its own time). */
+	int (*task_start)(struct marcel_task *t, int at_end);
+	/* t ends, as itself, after its key destructors: it leaves its unit (which may wake a
+	 * joiner of that unit, or free an implicit one). Takes holder locks, never waits. */
+	void (*task_end)(struct marcel_task *t);
+
+	/* Diagnostics: adds to the line about t (marcel_print_threads, marcel_join's and
+	 * marcel_end's reports of waits that may never end) what the layer above knows: its
+	 * unit, and why it has not started. Prints without a newline; takes a holder lock. */
+	void (*describe)(FILE *out, struct marcel_task *t);
 };
 
 extern struct ma_hooks ma_hooks MA_HIDDEN;
@@ -104,6 +136,43 @@ static inline void ma_task_back(struct marcel_task *t)
 	struct ma_holder *u = ma_task_back_claim(t);
 	if (u)
 		ma_hook_unit_back(u);
+}
+
+static inline int ma_hook_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid,
+				   const marcel_attr_t *attr, struct ma_runqueue *rq, int start)
+{
+	return ma_hooks.task_new(w, t, pid, attr, rq, start);
+}
+
+/* New thread t becomes visible (the task_new hook calls it once it accepted t): counted
+ * as created (before it can end: marcel_end's count of live threads relies on it), its
+ * handle given out (before it can run: the program may hand it to the thread), BORN. */
+static inline void ma_task_born(struct ma_worker *w, struct marcel_task *t, marcel_t *pid)
+{
+	if (w)
+		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
+	else
+		atomic_fetch_add(&ma_rt.foreign_created, 1);
+	if (ma_unlikely(t->posix))
+		atomic_fetch_add(&ma_rt.posix_live, 1);
+	if (pid)
+		*pid = t;
+	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
+}
+
+static inline int ma_hook_task_start(struct marcel_task *t, int at_end)
+{
+	return ma_hooks.task_start(t, at_end);
+}
+
+static inline void ma_hook_task_end(struct marcel_task *t)
+{
+	ma_hooks.task_end(t);
+}
+
+static inline void ma_hook_describe(FILE *out, struct marcel_task *t)
+{
+	ma_hooks.describe(out, t);
 }
 
 static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)

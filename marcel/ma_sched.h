@@ -790,6 +790,14 @@ static inline int ma_task_valid(const struct marcel_task *t)
  * queued and needs no stack binding. */
 void ma_context_task_init(struct marcel_task *t, const char *name) MA_HIDDEN;
 
+/* ---- report.c ---- */
+/* One line on t for people: state, and (describe hook) its unit and why it has not
+ * started. */
+void ma_print_thread(FILE *out, struct marcel_task *t) MA_HIDDEN;
+/* marcel_end's report of the threads it has waited for `seconds` (only if none runs or
+ * is ready, unless `always`): 1 if it printed. */
+int ma_end_report_stuck(unsigned seconds, int always) MA_HIDDEN;
+
 /* ---- threadslist.c ---- */
 /* fn on every live descriptor (idle contexts excepted); returns how many. fn runs under
  * the descriptor pool's lock, so it must not create or free a thread. */

@@ -19,7 +19,7 @@
 #include "ma_trace.h"
 
 /* The exited task's stack is free now; its death was published before the switch. */
-static void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
+static __attribute__((noinline)) void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 {
 	int reclaim = (atomic_load_explicit(&t->link, memory_order_relaxed) & MA_LINK_DETACHED) != 0;
 	ma_posix_note_exit(t);
@@ -503,7 +503,7 @@ void ma_task_finish(struct marcel_task *t, any_t retval)
 		atomic_fetch_or(&t->cancel, MA_CANCEL_ENDING);
 		ma_keys_exit(t);
 	}
-	ma_bubble_task_exit(t);
+	ma_hook_task_end(t);
 	MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
 	atomic_store_explicit(&t->state, MA_TASK_DEAD, memory_order_relaxed);
 }

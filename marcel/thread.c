@@ -1,7 +1,7 @@
 /* The thread API: creation and placement, join/detach, names, identity. */
 #include <errno.h>
 #include <string.h>
-#include "ma_bubble.h"
+#include "ma_hooks.h"
 #include "ma_trace.h"
 
 static struct ma_runqueue *ma_vp_rq(unsigned vp)
@@ -110,8 +110,6 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		return EINVAL;
 	if (attr && attr->magic != MA_ATTR_MAGIC)
 		return EINVAL;
-	if (attr && attr->natural_bubble && !ma_bubble_get_raw(attr->natural_bubble))
-		return EINVAL;
 	struct ma_worker *w = ma_worker_self();
 	/* The thread's own placement, if its attributes ask for one; otherwise its bubble's. */
 	struct ma_runqueue *rq = NULL;
@@ -162,20 +160,19 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 		memcpy(t->name, attr->name, sizeof(t->name));
 	else
 		memcpy(t->name, "user", 5);
-	if (w)
-		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
-	else
-		atomic_fetch_add(&ma_rt.foreign_created, 1);
 	/* posix, cancel and cleanup are 0 in a free descriptor (task.c). */
-	if (ma_unlikely(how & MA_CREATE_POSIX)) {
+	if (ma_unlikely(how & MA_CREATE_POSIX))
 		t->posix = 1;
-		atomic_fetch_add(&ma_rt.posix_live, 1);
-	}
-	if (pid)
-		*pid = t;
-	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
+	/* Traced here rather than in ma_task_born: a call there would cost every spawn the
+	 * registers it needs around it. A thread refused by the layer above ends at once. */
 	MA_TRACE(MA_TR_THREAD_NEW, t->id, 0, t->name);
-	ma_bubble_adopt(w, t, attr, rq, !dontsched);
+	/* The layer above makes it visible (ma_task_born) once it accepts it. */
+	int e = ma_hook_task_new(w, t, pid, attr, rq, !dontsched);
+	if (ma_unlikely(e)) {
+		MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
+		ma_task_free(w, t);
+		return e;
+	}
 	return 0;
 }
 
@@ -200,8 +197,7 @@ int marcel_wake_up_created_thread(marcel_t t)
 		return ESRCH;
 	if (!t->dontsched)
 		return EINVAL;
-	struct ma_bubble *b = ma_entity_parent(&t->e);
-	return b ? ma_bubble_start_task(b, t, NULL, 1) : EINVAL;
+	return ma_hook_task_start(t, 0);
 }
 
 /* An ended thread's worker may still be switching away from it: wait before recycling. */
