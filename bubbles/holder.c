@@ -353,28 +353,52 @@ int ma_bubble_in_unit_locked(struct ma_bubble *b)
 	return p && atomic_load(&p->status) != MA_BUBBLE_OPENED;
 }
 
-void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq)
+/* b (locked) is still what a decision saw of it. */
+static int ma_seen_ok(const struct ma_bubble *b, const struct ma_seen *s)
+{
+	return !ma_bubble_dead(b) && b->uid == s->uid && atomic_load(&b->status) == s->status &&
+	       b->e.sched_holder == s->sched && b->fixed_item == s->fixed_item;
+}
+
+/* ma_bubble_place, and with `s` ma_bubble_place_seen: 1 if b was placed. */
+static int ma_place(struct ma_bubble *b, struct ma_runqueue *rq, int quiet, const struct ma_seen *s)
 {
 	ma_spin_lock(&b->hold.lock);
-	while (ma_bubble_in_unit_locked(b) && atomic_load(&b->status) == MA_BUBBLE_CLOSED && !ma_bubble_dead(b)) {
-		/* Its parent closed since the strategy decided: it joins the parent's unit. */
+	if (s && !ma_seen_ok(b, s)) {
 		ma_spin_unlock(&b->hold.lock);
-		if (ma_bubble_absorb(b))
-			return;
+		return 0;
+	}
+	while (ma_bubble_in_unit_locked(b) && atomic_load(&b->status) == MA_BUBBLE_CLOSED && !ma_bubble_dead(b)) {
+		/* Its parent closed since the strategy decided: it joins the parent's unit. A
+		 * decision (s) is not carried out then, whatever absorbing finds. */
+		ma_spin_unlock(&b->hold.lock);
+		if (ma_bubble_absorb(b) || s)
+			return 0;
 		ma_spin_lock(&b->hold.lock);
 	}
 	if (atomic_load(&b->status) == MA_BUBBLE_OPENED || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
-		return;
+		return 0;
 	}
 	ma_bubble_unqueue(b);
 	ma_bubble_set_holder(b, &rq->hold);
-	if (!ma_list_empty(&b->cache) && atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
+	if (!quiet && !ma_list_empty(&b->cache) && atomic_load(&b->status) == MA_BUBBLE_CLOSED) {
 		b->queued = 1;
 		ma_rq_enqueue(rq, &b->e);
 	}
 	ma_spin_unlock(&b->hold.lock);
 	MA_TRACE(MA_TR_RQ_SWITCH, b->uid, rq->level->id, rq->name);
+	return 1;
+}
+
+void ma_bubble_place(struct ma_bubble *b, struct ma_runqueue *rq)
+{
+	(void)ma_place(b, rq, 0, NULL);
+}
+
+int ma_bubble_place_seen(struct ma_bubble *b, struct ma_runqueue *rq, int quiet, const struct ma_seen *s)
+{
+	return ma_place(b, rq, quiet, s);
 }
 
 void ma_bubble_unplace(struct ma_bubble *b)
@@ -383,6 +407,18 @@ void ma_bubble_unplace(struct ma_bubble *b)
 	ma_bubble_unqueue(b);
 	ma_bubble_set_holder(b, NULL);
 	ma_spin_unlock(&b->hold.lock);
+}
+
+int ma_bubble_unplace_seen(struct ma_bubble *b, const struct ma_seen *s)
+{
+	ma_spin_lock(&b->hold.lock);
+	int ok = ma_seen_ok(b, s) && atomic_load(&b->status) == MA_BUBBLE_CLOSED;
+	if (ok) {
+		ma_bubble_unqueue(b);
+		ma_bubble_set_holder(b, NULL);
+	}
+	ma_spin_unlock(&b->hold.lock);
+	return ok;
 }
 
 /* For every thread of x's subtree scheduled on `from`, schedule it on `to` instead
@@ -419,10 +455,34 @@ static struct ma_entity *ma_member_containing(struct ma_bubble *b, struct ma_ent
 
 void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 {
+	(void)ma_bubble_burst_seen(b, rq, NULL);
+}
+
+int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const struct ma_seen *seen)
+{
 	ma_spin_lock(&b->hold.lock);
+	int moved = 0;
+	if (seen) {
+		if (!ma_seen_ok(b, seen) || atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
+			ma_spin_unlock(&b->hold.lock);
+			return 0;
+		}
+		if (ma_bubble_in_unit_locked(b)) {
+			/* As ma_bubble_place: its parent closed since the decision. */
+			ma_spin_unlock(&b->hold.lock);
+			(void)ma_bubble_absorb(b);
+			return 0;
+		}
+		/* Placed on rq without being queued: no VP can serve it before it bursts. */
+		if (b->e.sched_holder != &rq->hold) {
+			ma_bubble_unqueue(b);
+			ma_bubble_set_holder(b, &rq->hold);
+			moved = 1;
+		}
+	}
 	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED || b->e.sched_holder != &rq->hold || ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
-		return;
+		return 0;
 	}
 	/* Off the queue and not yet spread on it, its threads would count nowhere in the
 	 * loads that stealing strategies read (a kernel preemption can stretch that to
@@ -508,9 +568,12 @@ void ma_bubble_burst(struct ma_bubble *b, struct ma_runqueue *rq)
 	struct ma_worker *w = ma_worker_self();
 	ma_spin_unlock(&b->hold.lock);
 	ma_backs_check(&bk);
+	if (moved)
+		MA_TRACE(MA_TR_RQ_SWITCH, b->uid, rq->level->id, rq->name);
 	MA_TRACE(MA_TR_BUBBLE_BURST, b->uid, rq->level->id, rq->name);
 	if (w)
 		ma_bubble_regen_arm(w, b);
+	return 1;
 }
 
 /* Marks thread t (of a bubble being gathered into u) as having to come back. */
@@ -608,13 +671,18 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_ba
 	}
 }
 
-unsigned ma_bubble_gather(struct ma_bubble *b)
+/* ma_bubble_gather, and with `s` ma_bubble_gather_seen: *done says whether b was
+ * gathered. */
+static unsigned ma_gather(struct ma_bubble *b, const struct ma_seen *s, int *done)
 {
+	*done = 0;
 	ma_spin_lock(&b->hold.lock);
-	if (atomic_load(&b->status) != MA_BUBBLE_OPENED || b == ma_root_bubble || ma_bubble_dead(b)) {
+	if ((s && !ma_seen_ok(b, s)) || atomic_load(&b->status) != MA_BUBBLE_OPENED || b == ma_root_bubble ||
+	    ma_bubble_dead(b)) {
 		ma_spin_unlock(&b->hold.lock);
 		return 0;
 	}
+	*done = 1;
 	atomic_store(&b->status, MA_BUBBLE_CLOSING);
 	/* Threads that come back before the walk ends must not close it early. */
 	atomic_fetch_add(&b->nb_out, 1);
@@ -630,6 +698,19 @@ unsigned ma_bubble_gather(struct ma_bubble *b)
 		ma_bubble_check_closed(b);
 	ma_bubble_unref(b);
 	return out;
+}
+
+unsigned ma_bubble_gather(struct ma_bubble *b)
+{
+	int done;
+	return ma_gather(b, NULL, &done);
+}
+
+int ma_bubble_gather_seen(struct ma_bubble *b, const struct ma_seen *s)
+{
+	int done;
+	(void)ma_gather(b, s, &done);
+	return done;
 }
 
 void ma_unit_back(struct ma_holder *h)

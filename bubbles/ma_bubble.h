@@ -284,6 +284,26 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq) MA_HIDDEN;
  * back and, if so, marks it CLOSED and hands it to the strategy again. */
 void ma_bubble_check_closed(struct ma_bubble *b) MA_HIDDEN;
 
+/* The same primitives for a decision (decide.c): what it saw of b, checked under b's lock
+ * before anything is done; each returns 1 if it acted, 0 if b is not so any more (or
+ * the primitive itself declines), having changed nothing of b's placement. */
+struct ma_seen {
+	uint64_t uid;                     /* b->uid (a storage set up again gets another) */
+	int status;                       /* enum ma_bubble_status */
+	struct ma_holder *sched;          /* b->e.sched_holder */
+	int fixed_item;
+};
+/* ma_bubble_place; quiet: scheduled on rq but not queued there. Inside a unit now (its
+ * parent closed since), b is absorbed by that unit as ma_bubble_place does, and 0. */
+int ma_bubble_place_seen(struct ma_bubble *b, struct ma_runqueue *rq, int quiet, const struct ma_seen *s) MA_HIDDEN;
+/* ma_bubble_burst of closed b, first placed on rq (not queued) if it was elsewhere or
+ * not placed, under the same hold of its lock. */
+int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const struct ma_seen *s) MA_HIDDEN;
+/* ma_bubble_gather of opened b. */
+int ma_bubble_gather_seen(struct ma_bubble *b, const struct ma_seen *s) MA_HIDDEN;
+/* ma_bubble_unplace of closed b. */
+int ma_bubble_unplace_seen(struct ma_bubble *b, const struct ma_seen *s) MA_HIDDEN;
+
 /* ---- private.c: the levels of a recursion kept off the shared tree ---- */
 /* marcel_bubble_init of b (its private part set up, not yet valid) on w (the caller's
  * VP, NULL if none): makes it private to w if it may (1), else 0. */

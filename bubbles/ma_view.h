@@ -1,0 +1,266 @@
+/*
+ * What a strategy may know (the view) and what it may ask for (decisions).
+ *
+ * A view is plain data: counters of the run queues, and copies of the bubble tree's
+ * entities. It holds no pointer into the runtime a strategy could follow (the builder's
+ * side, `rt`, is opaque), so a strategy compiled against this header alone can be run in
+ * a unit test or the simulator on a view filled by hand over a synthetic topology. The
+ * builders (view.c) and the executor (decide.c) are declared in ma_view_build.h; this
+ * header includes nothing of the runtime but the topology.
+ *
+ * Queue numbers. Every run queue has one: topology items by id (0: the machine, pre-order
+ * as in ma_topology.h), then VP n's own queue at nb_items + n, the numbering of
+ * struct marcel_snapshot's queues. A VP's own queue lies below its leaf item.
+ */
+#ifndef MA_VIEW_H
+#define MA_VIEW_H
+
+#include <errno.h>
+#include <stdint.h>
+#include "ma_topology.h"
+
+/* ---- the items part: one entry per run queue ---- */
+
+/*
+ * Counters are read without locks (each one is a snapshot of one word, the whole is not
+ * one instant). The sub_* fields sum the queue itself, the item queues below it and the
+ * VP queues of the VPs below it; items without VPs are left out of the sums (no VP takes
+ * what waits there).
+ */
+struct ma_vitem {
+	int vp;                   /* a VP's own queue: that VP; an item's queue: -1 */
+	int parent;               /* queue number of the queue above, -1 for the machine */
+	unsigned depth;           /* the item's depth; a VP's queue: its leaf's depth + 1 */
+	unsigned first_vp;        /* the smallest VP that looks at it */
+	unsigned nb_vps;          /* VPs that look at it (whose path goes through it) */
+	unsigned idle_vps;        /* of those, enabled ones that are idle (polling or asleep) */
+	unsigned queued;          /* entities queued on this queue alone (a closed bubble: one) */
+	unsigned incoming;        /* entities decided for it and not queued yet (nr_incoming) */
+	unsigned ready;           /* threads queued on it: a closed bubble counts its cached
+				     threads (at least one). Only in views built with that
+				     detail (ma_view.flags & MA_VIEW_HAS_READY), else = queued */
+	unsigned running;         /* threads running now that belong here: scheduled on this
+				     queue or in a closed unit placed on it, wherever they run;
+				     a VP's queue also counts its VP's thread that belongs to no
+				     queue. The caller's own VP included */
+	unsigned busy;            /* a VP's queue: 1 if its VP runs a thread, else 0 */
+	unsigned long sub_queued; /* sum of queued + incoming */
+	unsigned long sub_ready;  /* sum of ready + incoming */
+	unsigned long sub_running;
+	unsigned long sub_busy;   /* VPs below it running a thread */
+};
+
+/* Threads of q's subtree: queued (a closed bubble counts one) or incoming, plus running
+ * (the measure steal and cache balance; ma_sl_load). */
+static inline unsigned long ma_vitem_load(const struct ma_vitem *q)
+{
+	return q->sub_queued + q->sub_running;
+}
+
+/* The same with each queued closed bubble counted as its ready threads (ma_sl_load_exact);
+ * equal to ma_vitem_load in a view built without that detail. */
+static inline unsigned long ma_vitem_load_exact(const struct ma_vitem *q)
+{
+	return q->sub_ready + q->sub_running;
+}
+
+/* Work visible below q: entities queued or incoming plus busy VPs (the measure burst
+ * pulls bubbles down by; ma_rq_subtree_load). */
+static inline unsigned long ma_vitem_work(const struct ma_vitem *q)
+{
+	return q->sub_queued + q->sub_busy;
+}
+
+/* ---- the tree part: one node per entity ---- */
+
+enum ma_vstatus { MA_V_CLOSED = 0, MA_V_OPENED = 1, MA_V_CLOSING = 2 };
+enum ma_vstate {
+	MA_V_BORN,                /* created, not started */
+	MA_V_READY,               /* queued, or on its way to a queue or a processor */
+	MA_V_RUNNING,
+	MA_V_BLOCKED,             /* blocking, blocked or suspended */
+	MA_V_DEAD,                /* ended (a member not yet taken out of its bubble) */
+};
+/* ma_vnode.last_vp of a bubble whose threads last ran on different VPs. */
+#define MA_V_SEVERAL (-2)
+
+struct ma_vnode {
+	uint64_t id;              /* the entity's unique id (thread id, or bubble id with
+				     MA_TRACE_BUBBLE_TAG): decisions name it, the executor maps
+				     it back and checks it */
+	const struct ma_vnode *parent; /* the bubble it was seen in; NULL for the view's root
+					  and for entities seen on a queue */
+	unsigned char is_bubble;
+	unsigned char status;     /* bubbles: enum ma_vstatus */
+	unsigned char state;      /* threads: enum ma_vstate */
+	unsigned char woken;      /* bubbles: woken (a bubble never woken is not scheduled) */
+	unsigned char implicit;   /* bubbles: a thread's implicit children bubble */
+	unsigned char is_main;    /* threads: the program's main thread */
+	unsigned char pinned;     /* threads: placed by a VP set, never moved */
+	unsigned char stray;      /* threads: taken away from its bubble's side by a theft */
+	unsigned char suspended;  /* threads: marcel_suspend asked (not to be stolen) */
+	unsigned char counted;    /* bubbles: keeps its subtree's thread count (for joins) */
+	unsigned char in_cache;   /* threads: waiting in a closed bubble's cache */
+	int prio;
+	int item;                 /* queue its scheduling holder is, -1: none (held in a closed
+				     unit, a bubble not placed, a thread not started) */
+	int queued_item;          /* queue it waits in now, -1: not on a queue's list (running,
+				     blocked, in a bubble's cache, or a bubble not queued) */
+	int home;                 /* threads: queue its bubble is opened on, -1 (main, the
+				     root's threads, a bubble not opened) */
+	int last_item;            /* item it was last taken from (a bubble: last burst on), -1 */
+	int last_vp;              /* thread: VP it last ran on, -1: never; bubble: the VP all
+				     its threads that ran last ran on, -1: none ran,
+				     MA_V_SEVERAL: not all the same */
+	int sched_level;          /* a ma_level_kind bit, 0: none */
+	int fixed_item;           /* not movable: a pinned thread's queue, a scheduleonlevel
+				     bubble's item; -1: movable */
+	int pref_node;            /* NUMA node holding most of its memory, -1: none (or not
+				     asked: only views built with memory detail ask) */
+	double load_hint;         /* the application's load hint, < 0: unset */
+	double load;              /* the load statistic: the hint if set, else 1 for a thread
+				     and the sum of its members' for a bubble (ma_entity_load;
+				     a pick view, which walks nothing: its threads as known) */
+	unsigned nb_threads;      /* threads started and not ended: 1 for such a thread; a
+				     bubble seen in a tree counts its subtree's, one seen on a
+				     queue or by find_next gives its join count if it keeps
+				     one (counted; it includes threads not started), else 0 */
+	unsigned nb_ready, nb_running; /* threads of its subtree in those states (tree views) */
+	unsigned nb_cached;       /* bubbles: threads waiting in its cache */
+	unsigned nb_members;      /* bubbles: direct members (children of a tree view) */
+	unsigned long timeslice_us; /* bubbles: its regeneration period, 0: none set */
+	uint64_t cpu_ns;          /* CPU time of its subtree, ended threads included */
+	unsigned nb_children;     /* tree views: its members, in member order */
+	const struct ma_vnode *const *children;
+};
+
+/* Detail a view was built with (ma_view.flags). */
+#define MA_VIEW_HAS_READY 1u      /* ma_vitem.ready counts the threads of queued bubbles */
+#define MA_VIEW_HAS_MEMORY 2u     /* ma_vnode.pref_node was asked */
+
+struct ma_view_rt;
+
+struct ma_view {
+	const struct ma_topo *topo;
+	unsigned nb_items;            /* topo->nb_levels */
+	unsigned nb_vps;
+	unsigned flags;               /* MA_VIEW_HAS_* */
+	const struct ma_vitem *items; /* nb_items + nb_vps entries, by queue number */
+	const struct ma_vitem *vps;   /* items + nb_items: the VPs' own queues */
+	const struct ma_vnode *root;  /* the subtree the decision is about; NULL: none */
+	/* Entities waiting on the queues of the VP's neighbourhood (ma_view_build_vp), most
+	 * urgent first queue by queue, each with parent NULL and no children. */
+	const struct ma_vnode *const *waiting;
+	unsigned nb_waiting;
+	int self_vp;                  /* the VP asking, -1: none */
+	uint64_t now_ns;              /* CLOCK_MONOTONIC when it was built */
+	struct ma_view_rt *rt;        /* the builder's, opaque; NULL in a view made by hand */
+};
+
+/* Queue number of VP vp's own queue. */
+static inline int ma_view_vp_queue(const struct ma_view *v, unsigned vp)
+{
+	return (int)(v->nb_items + vp);
+}
+
+/* Whether queue q is anc or lies below it. */
+static inline int ma_view_within(const struct ma_view *v, int q, int anc)
+{
+	for (; q >= 0; q = v->items[q].parent)
+		if (q == anc)
+			return 1;
+	return 0;
+}
+
+/* Whether VP vp looks at queue q (q is on its path). */
+static inline int ma_view_sees(const struct ma_view *v, int q, unsigned vp)
+{
+	return vp < v->nb_vps && ma_view_within(v, ma_view_vp_queue(v, vp), q);
+}
+
+/* find_next met a closed bubble at the head of a queue: what the pick hook may know. It is
+ * filled under that queue's lock with a handful of loads, no allocation and no walk of
+ * the bubble tree. */
+#define MA_PICK_MAXKIDS 64
+struct ma_pick_kid {
+	int item;                     /* a child item of the queue that has VPs */
+	unsigned nb_vps;
+	unsigned long work;           /* ma_vitem_work's measure of its subtree */
+	unsigned char mine;           /* on the asking VP's path */
+};
+struct ma_pick_view {
+	const struct ma_topo *topo;
+	struct ma_vnode b;            /* the bubble (no parent, no children) */
+	int item;                     /* the queue it was met on */
+	int self_vp;
+	/* The queue's children items with VPs, when asked for (MA_PICK_KIDS): at most
+	 * MA_PICK_MAXKIDS of them, in index order; an item's queue only. */
+	unsigned nb_kids;
+	struct ma_pick_kid kids[MA_PICK_MAXKIDS];
+};
+
+/* ---- decisions ---- */
+
+enum ma_dkind {
+	MA_D_SERVE,    /* run a thread of the closed bubble met, here (pick only) */
+	MA_D_BURST,    /* burst the closed bubble on `item` (placed there first if needed) */
+	MA_D_MOVE,     /* move the entity (a placed closed bubble, or a thread scheduled on
+			  a queue) to `item` */
+	MA_D_PLACE,    /* place a closed bubble on `item`; MA_D_NOQUEUE: do not queue it */
+	MA_D_STEAL,    /* take the entity waiting on `from_item` to `item`, if still there */
+	MA_D_GATHER,   /* regenerate an opened bubble (gather; resubmitted once closed) */
+	MA_D_UNPLACE,  /* take a closed bubble off the queues (gang: not its turn) */
+	MA_D_WAKE,     /* wake an idle VP that looks at `item` (MA_D_OUTSIDE: that does not,
+			  the nearest first, to come and take `item`'s work) */
+};
+
+#define MA_D_NOQUEUE 1u   /* PLACE: scheduled there, not queued (burst before served) */
+#define MA_D_STRAY 2u     /* STEAL, MOVE of a thread: mark it stray */
+#define MA_D_UNSTRAY 4u   /* STEAL, MOVE of a thread: clear the mark */
+#define MA_D_GUARD 8u     /* STEAL: check the guard below with fresh loads */
+#define MA_D_OUTSIDE 16u  /* WAKE: a VP that does not look at `item` */
+
+struct ma_decision {
+	enum ma_dkind kind;
+	uint64_t entity;      /* ma_vnode.id (WAKE: unused) */
+	int item;             /* target queue */
+	int from_item;        /* STEAL: the queue the entity waits on */
+	unsigned flags;       /* MA_D_* */
+	/* STEAL with MA_D_GUARD: carried out only if, with loads of guard_from's and
+	 * guard_to's subtrees measured again right before (ma_vitem_load_exact's measure,
+	 * the asking VP's own thread left out) and x the entity's threads counted under its
+	 * lock, the victim has more threads than VPs and the thief ends no busier per VP
+	 * than the victim by min_gap:
+	 *   L(from) > V(from)  and  (L(from) - x) * V(to) - (L(to) + x) * V(from) >= min_gap. */
+	int guard_from, guard_to;
+	long min_gap;
+};
+
+/* A decision list: append-only, storage owned by whoever made it (no allocation). */
+struct ma_dlist {
+	struct ma_decision *d;
+	unsigned n, cap;
+	unsigned lost;        /* pushes refused for want of room */
+};
+
+static inline void ma_dlist_init(struct ma_dlist *l, struct ma_decision *storage, unsigned cap)
+{
+	l->d = storage;
+	l->n = 0;
+	l->cap = storage ? cap : 0;
+	l->lost = 0;
+}
+
+/* Appends d: 0, or ENOSPC if the list is full (d is not added, `lost` counts it: a
+ * strategy that ignores the result still leaves a trace of what it could not say). */
+static inline int ma_dlist_push(struct ma_dlist *l, const struct ma_decision *d)
+{
+	if (l->n >= l->cap) {
+		l->lost++;
+		return ENOSPC;
+	}
+	l->d[l->n++] = *d;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * The runtime side of views and decisions (ma_view.h): the builders (view.c), which fill a
+ * view from the run queues and the bubble tree, and the executor (decide.c), which
+ * carries a decision list out with the placement primitives of holder.c.
+ *
+ * Lock order (ma_bubble.h): bubble locks before run-queue locks, ancestors first; a
+ * builder or the executor takes them in that order and never holds two run queues.
+ * Every function here is called with no lock held, except ma_pick_view_fill.
+ */
+#ifndef MA_VIEW_BUILD_H
+#define MA_VIEW_BUILD_H
+
+#include "ma_view.h"
+#include "ma_bubble.h"
+
+/* ---- view.c: building ---- */
+
+/* Detail a builder is asked for, on top of the counters (each costs locks). */
+#define MA_VIEW_READY 1u      /* ma_vitem.ready: every queue with entities is locked in
+				 turn and its lists read (closed bubbles count their cache) */
+#define MA_VIEW_MEMORY 2u     /* ma_vnode.pref_node of bubbles with memory attached below
+				 them (their statistics are synthesized, after the walk) */
+
+/*
+ * The items part alone. Counters are read without locks; the running threads of other
+ * VPs under ma_estimate_begin/end, as their bubbles' storage may be reused otherwise.
+ * 0, or ENOMEM (v is then empty; releasing it does nothing).
+ */
+int ma_view_build_items(struct ma_view *v, unsigned flags) MA_HIDDEN;
+/*
+ * The items, and the tree below the root bubble (start, shake): see
+ * ma_view_build_subtree.
+ */
+int ma_view_build_tree(struct ma_view *v, unsigned flags) MA_HIDDEN;
+/*
+ * The items, and the tree below bubble b, b included (submit, tick). The caller keeps b
+ * alive meanwhile (a reference, the lock of its parent, or b is the root). Member lists
+ * are walked under the bubbles' locks, each bubble locked while its parent is, parent
+ * first; no run queue is locked (but with MA_VIEW_READY, each one alone afterwards).
+ * Every bubble of the view holds a reference until ma_view_release: none can be freed or
+ * set up again while the decision is made. Threads hold none: the executor checks each
+ * one under a lock that proves it still lives (its bubble's, or its queue's). 0, or
+ * ENOMEM (v empty).
+ */
+int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags) MA_HIDDEN;
+/*
+ * An idle VP's neighbourhood (vp_idle): the items, with ready threads counted, and the
+ * entities waiting on every queue that is not on w's path (the path's siblings' subtrees,
+ * where a thief looks), at most MA_VIEW_WAITING_MAX per queue, most urgent first, in
+ * v->waiting. Each queue is locked alone while its lists are read; a closed bubble met
+ * there is only try-locked (the queue is held) and referenced. 0, or ENOMEM (v empty).
+ */
+#define MA_VIEW_WAITING_MAX 256
+int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flags) MA_HIDDEN;
+/* Drops the view's references and frees its memory, in one call; v is empty after it. */
+void ma_view_release(struct ma_view *v) MA_HIDDEN;
+
+/*
+ * find_next met closed bubble b at the head of rq, rq locked by the caller: the pick view,
+ * from a handful of loads of b's fields (without its lock) and, with MA_PICK_KIDS, the
+ * counters of rq's children items (ma_rq_subtree_load's measure). Allocates nothing,
+ * takes no lock.
+ */
+#define MA_PICK_KIDS 1u
+void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq,
+		       struct ma_bubble *b, unsigned flags) MA_HIDDEN;
+
+/* Queue numbers (ma_view.h) of the runtime's run queues, and back (NULL if out of range). */
+int ma_view_queue_number(const struct ma_runqueue *rq) MA_HIDDEN;
+struct ma_runqueue *ma_view_queue(int q) MA_HIDDEN;
+/* VPs that look at queue q, 0 if none (q out of range). */
+unsigned ma_view_queue_vps(int q) MA_HIDDEN;
+/* ma_vitem_load_exact's measure of queue q's subtree, now: each queue locked alone, the
+ * running threads read under ma_estimate_begin/end; self's own thread left out. */
+unsigned long ma_view_load_now(int q, const struct ma_worker *self) MA_HIDDEN;
+/* Threads of bubble b's subtree, alive and started, b locked (maybe on a locked queue, so
+ * sub-bubbles are only try-locked: a busy one counts one thread). A bubble that keeps a
+ * count answers from it, in O(1) (it then counts threads not started too). */
+unsigned ma_bubble_threads_locked(struct ma_bubble *b) MA_HIDDEN;
+
+/* What the builder keeps of each node, beside what the strategy sees (the executor's
+ * side). */
+struct ma_vslot {
+	struct ma_vnode n;                /* first: a node's address is its slot's */
+	struct ma_vslot *next;            /* every slot of the view, in creation order */
+	struct ma_entity *e;
+	struct ma_bubble *in;             /* the bubble it was seen a member of (kept by that
+					     bubble's own slot), NULL if seen on a queue */
+	/* Where it was seen: the executor acts only if it is still there, and updates these
+	 * as it acts, so that a list may go top down (burst a bubble, then place its
+	 * members). */
+	struct ma_holder *sched, *ready;
+	int status;                       /* bubbles: enum ma_bubble_status */
+	int fixed_item;                   /* bubbles */
+	unsigned char memory;             /* building: memory attached in its subtree */
+	unsigned char spent;              /* a decision made it unknown (gathered) */
+};
+
+/* The slot of the node with id `id`, NULL if the view has none. */
+struct ma_vslot *ma_view_slot(const struct ma_view *v, uint64_t id) MA_HIDDEN;
+
+/* ---- decide.c: executing ---- */
+
+struct ma_dresult {
+	unsigned done;                    /* decisions carried out */
+	unsigned dropped;                 /* not carried out: stale, refused by their guard,
+					     malformed, or SERVE (pick only) */
+};
+
+/*
+ * Carries out l's decisions in order, each checked first under its locks against what
+ * view v saw (the entity still exists and is where the view saw it, or where earlier
+ * decisions of l put it): one that is not is dropped whole, never half done, and the
+ * strategy sees the new state at its next call. Traces what it does (RQ_SWITCH,
+ * BUBBLE_BURST, BUBBLE_CLOSE, STEAL). v must be one a builder made (a view made by hand
+ * has no way back to the runtime: everything is dropped).
+ */
+struct ma_dresult ma_decisions_execute(struct ma_view *v, const struct ma_dlist *l) MA_HIDDEN;
+
+#endif

@@ -1,0 +1,779 @@
+/*
+ * The view builder (ma_view_build.h): the run queues' counters and the bubble tree copied
+ * into a struct ma_view (ma_view.h), in an arena the view owns and ma_view_release frees
+ * in one call.
+ */
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ma_view_build.h"
+
+/* ---- the arena ---- */
+
+#define MA_ARENA_CHUNK 16384u
+
+struct ma_chunk {
+	struct ma_chunk *next;
+	size_t size, used;
+	max_align_t data[];
+};
+
+struct ma_view_rt {
+	struct ma_chunk *chunks;          /* newest first; the oldest holds this structure */
+	struct ma_vslot *first, **tail;   /* every slot, in creation order */
+	unsigned nb_slots;
+	struct ma_vslot **index;          /* the slots by id, made last */
+	int failed;                       /* memory ran out: the build fails */
+};
+
+static size_t ma_arena_round(size_t n)
+{
+	size_t a = alignof(max_align_t);
+	return (n + a - 1) / a * a;
+}
+
+static struct ma_view_rt *ma_arena_new(void)
+{
+	struct ma_chunk *c = malloc(sizeof(*c) + MA_ARENA_CHUNK);
+	if (!c)
+		return NULL;
+	c->next = NULL;
+	c->size = MA_ARENA_CHUNK;
+	c->used = ma_arena_round(sizeof(struct ma_view_rt));
+	struct ma_view_rt *rt = (struct ma_view_rt *)(void *)c->data;
+	*rt = (struct ma_view_rt){ .chunks = c };
+	rt->tail = &rt->first;
+	return rt;
+}
+
+/* Zeroed memory from rt's arena; NULL (and the build failed) if memory ran out. Called
+ * under bubble and queue locks too: a chunk is allocated once per 16 KiB. */
+static void *ma_arena_alloc(struct ma_view_rt *rt, size_t size)
+{
+	size = ma_arena_round(size ? size : 1);
+	struct ma_chunk *c = rt->chunks;
+	if (c->size - c->used < size) {
+		size_t sz = size > MA_ARENA_CHUNK ? size : MA_ARENA_CHUNK;
+		struct ma_chunk *n = malloc(sizeof(*n) + sz);
+		if (!n) {
+			rt->failed = 1;
+			return NULL;
+		}
+		n->next = c;
+		n->size = sz;
+		n->used = 0;
+		rt->chunks = c = n;
+	}
+	void *p = (char *)c->data + c->used;
+	c->used += size;
+	memset(p, 0, size);
+	return p;
+}
+
+void ma_view_release(struct ma_view *v)
+{
+	struct ma_view_rt *rt = v->rt;
+	if (rt) {
+		for (struct ma_vslot *s = rt->first; s; s = s->next)
+			if (s->n.is_bubble)
+				ma_bubble_unref(ma_bubble_of_entity(s->e));
+		/* rt lives in the last chunk freed. */
+		for (struct ma_chunk *c = rt->chunks, *next; c; c = next) {
+			next = c->next;
+			free(c);
+		}
+	}
+	memset(v, 0, sizeof(*v));
+	v->self_vp = -1;
+}
+
+/* A node for entity e, seen a member of `in` (NULL: the view's root, or seen on a queue).
+ * A bubble is referenced here, under the lock through which the caller reached it, and
+ * unreferenced by ma_view_release. */
+static struct ma_vslot *ma_slot_new(struct ma_view_rt *rt, struct ma_entity *e, struct ma_bubble *in)
+{
+	struct ma_vslot *s = ma_arena_alloc(rt, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->e = e;
+	s->in = in;
+	if (e->type == MA_BUBBLE_ENTITY) {
+		ma_bubble_ref(ma_bubble_of_entity(e));
+		s->n.is_bubble = 1;
+	}
+	*rt->tail = s;
+	rt->tail = &s->next;
+	rt->nb_slots++;
+	return s;
+}
+
+static int ma_slot_cmp(const void *a, const void *b)
+{
+	uint64_t x = (*(struct ma_vslot *const *)a)->n.id, y = (*(struct ma_vslot *const *)b)->n.id;
+	return x < y ? -1 : x > y;
+}
+
+struct ma_vslot *ma_view_slot(const struct ma_view *v, uint64_t id)
+{
+	struct ma_view_rt *rt = v->rt;
+	if (!rt || !rt->index)
+		return NULL;
+	unsigned lo = 0, hi = rt->nb_slots;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		uint64_t m = rt->index[mid]->n.id;
+		if (m == id)
+			return rt->index[mid];
+		if (m < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- queues ---- */
+
+int ma_view_queue_number(const struct ma_runqueue *rq)
+{
+	return rq->vp >= 0 ? (int)(ma_rt.topo.nb_levels + (unsigned)rq->vp) : (int)rq->level->id;
+}
+
+struct ma_runqueue *ma_view_queue(int q)
+{
+	unsigned nl = ma_rt.topo.nb_levels;
+	if (q < 0)
+		return NULL;
+	if ((unsigned)q < nl)
+		return &ma_rt.rqs[q];
+	if ((unsigned)q - nl < ma_rt.nb_vps)
+		return &ma_rt.workers[(unsigned)q - nl].rq;
+	return NULL;
+}
+
+unsigned ma_view_queue_vps(int q)
+{
+	const struct ma_runqueue *rq = ma_view_queue(q);
+	return !rq ? 0 : rq->vp >= 0 ? 1 : rq->level->nb_vps;
+}
+
+/* Queue number of holder h if it is a run queue, else -1. */
+static int ma_holder_queue(const struct ma_holder *h)
+{
+	return h && h->type == MA_RUNQUEUE_HOLDER ? ma_view_queue_number(ma_rq_of_holder((struct ma_holder *)h)) : -1;
+}
+
+/* Threads queued on rq (locked): a closed bubble counts its cached threads, at least
+ * one. The bubble is not locked (we hold its queue): its count is the estimate that is
+ * written for such readers (ma_cached_add). */
+static unsigned ma_queue_ready_locked(struct ma_runqueue *rq)
+{
+	unsigned n = 0;
+	for (int p = 0; p < MA_MAX_PRIO; p++)
+		for (struct ma_list *l = rq->queue[p].next; l != &rq->queue[p]; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+			if (e->type == MA_TASK_ENTITY) {
+				n++;
+				continue;
+			}
+			unsigned c = __atomic_load_n(&ma_bubble_of_entity(e)->nb_cached, __ATOMIC_RELAXED);
+			n += c ? c : 1;
+		}
+	return n;
+}
+
+static unsigned ma_queue_ready(struct ma_runqueue *rq)
+{
+	if (!__atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED))
+		return 0;
+	ma_spin_lock(&rq->hold.lock);
+	unsigned n = ma_queue_ready_locked(rq);
+	ma_spin_unlock(&rq->hold.lock);
+	return n;
+}
+
+/* The thread worker o runs, or the one its idle context took and is switching to (it is
+ * then neither queued nor running); NULL if none. Inside ma_estimate_begin/end. */
+static const struct marcel_task *ma_vp_thread(const struct ma_worker *o)
+{
+	const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+	if (!cur || cur == &o->idle)
+		cur = __atomic_load_n(&o->picked, __ATOMIC_ACQUIRE);
+	return cur;
+}
+
+/* The queue t belongs to: its own scheduling queue, or its closed unit's; NULL if it has
+ * none (held in a unit not placed). Read without locks: only an estimate. */
+static struct ma_runqueue *ma_task_queue(const struct marcel_task *t)
+{
+	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED);
+	if (h && h->type == MA_BUBBLE_HOLDER)
+		h = __atomic_load_n(&ma_bubble_of_holder(h)->e.sched_holder, __ATOMIC_RELAXED);
+	return h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : NULL;
+}
+
+/* Whether queue q is rq or lies below it. */
+static int ma_rq_within(const struct ma_runqueue *q, const struct ma_runqueue *rq)
+{
+	for (; q; q = q->father)
+		if (q == rq)
+			return 1;
+	return 0;
+}
+
+/* ---- the items part ---- */
+
+static void ma_vitem_add(struct ma_vitem *to, const struct ma_vitem *x)
+{
+	to->nb_vps += x->nb_vps;
+	to->idle_vps += x->idle_vps;
+	to->sub_queued += x->sub_queued;
+	to->sub_ready += x->sub_ready;
+	to->sub_running += x->sub_running;
+	to->sub_busy += x->sub_busy;
+}
+
+/* Every queue's own counters, read without locks; ready = queued for now. */
+static void ma_view_counters(struct ma_vitem *it)
+{
+	unsigned nl = ma_rt.topo.nb_levels, nv = ma_rt.nb_vps;
+	for (unsigned q = 0; q < nl; q++) {
+		const struct ma_level *l = &ma_rt.topo.levels[q];
+		const struct ma_runqueue *rq = &ma_rt.rqs[q];
+		it[q].vp = -1;
+		it[q].parent = l->parent ? (int)l->parent->id : -1;
+		it[q].depth = l->depth;
+		it[q].first_vp = l->first_vp;
+		it[q].queued = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED);
+		it[q].incoming = (unsigned)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	}
+	for (unsigned v = 0; v < nv; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		struct ma_vitem *x = &it[nl + v];
+		x->vp = (int)v;
+		x->parent = (int)o->rq.level->id;
+		x->depth = o->rq.level->depth + 1;
+		x->first_vp = v;
+		x->queued = __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED);
+		x->incoming = (unsigned)atomic_load_explicit(&o->rq.nr_incoming, memory_order_relaxed);
+		x->nb_vps = 1;
+		int s = atomic_load_explicit(&o->state, memory_order_relaxed);
+		x->idle_vps = (s == MA_WORKER_SPINNING || s == MA_WORKER_SLEEPING) &&
+			      !atomic_load_explicit(&o->disabled, memory_order_relaxed);
+	}
+	for (unsigned q = 0; q < nl + nv; q++)
+		it[q].ready = it[q].queued;
+	/* Running threads where they belong (a thread moved or stolen runs on its old VP
+	 * until its next yield: counted where it runs, both sides would look wrong until
+	 * then); one that belongs to no queue counts on the VP running it, hence on every
+	 * queue that VP looks at. The descriptor read may be one just recycled: its
+	 * bubble's storage is not reused before ma_estimate_end. */
+	struct ma_worker *est = ma_estimate_begin();
+	for (unsigned v = 0; v < nv; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+		/* Busy as ma_rq_subtree_load has it: a VP looking for work is not. */
+		it[nl + v].busy = atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
+				  !cur->is_idle;
+		const struct marcel_task *t = ma_vp_thread(o);
+		if (!t)
+			continue;
+		const struct ma_runqueue *home = ma_task_queue(t);
+		it[home ? ma_view_queue_number(home) : (int)(nl + v)].running++;
+	}
+	ma_estimate_end(est);
+}
+
+/* it[].ready: every queue with entities locked in turn. */
+static void ma_view_counters_ready(struct ma_vitem *it)
+{
+	unsigned nq = ma_rt.topo.nb_levels + ma_rt.nb_vps;
+	for (unsigned q = 0; q < nq; q++)
+		it[q].ready = it[q].queued ? ma_queue_ready(ma_view_queue((int)q)) : 0;
+}
+
+/* The sub_* sums, nb_vps and idle_vps of the items: VP queues into their leaf, then items
+ * bottom up (pre-order ids: children after their parent). */
+static void ma_view_sums(struct ma_vitem *it)
+{
+	unsigned nl = ma_rt.topo.nb_levels, nv = ma_rt.nb_vps;
+	for (unsigned q = 0; q < nl + nv; q++) {
+		it[q].sub_queued = (unsigned long)it[q].queued + it[q].incoming;
+		it[q].sub_ready = (unsigned long)it[q].ready + it[q].incoming;
+		it[q].sub_running = it[q].running;
+		it[q].sub_busy = it[q].busy;
+	}
+	for (unsigned v = 0; v < nv; v++)
+		ma_vitem_add(&it[it[nl + v].parent], &it[nl + v]);
+	for (unsigned q = nl; q-- > 1;)
+		if (it[q].nb_vps)
+			ma_vitem_add(&it[it[q].parent], &it[q]);
+}
+
+/* ---- the tree part ---- */
+
+static unsigned char ma_vstate_of(int s)
+{
+	switch (s) {
+	case MA_TASK_BORN: return MA_V_BORN;
+	case MA_TASK_READY: return MA_V_READY;
+	case MA_TASK_RUNNING: return MA_V_RUNNING;
+	case MA_TASK_BLOCKING:
+	case MA_TASK_BLOCKED:
+	case MA_TASK_SUSPENDED: return MA_V_BLOCKED;
+	default: return MA_V_DEAD;
+	}
+}
+
+/* Queue number of the queue e's bubble is opened on, -1 if none (main, the root's
+ * threads, a bubble not opened). e is queued on a locked queue or is a member of a
+ * locked bubble, so its bubble cannot go; that bubble's fields are read without its lock
+ * (they only guide a choice). */
+static int ma_view_home(const struct ma_entity *e)
+{
+	struct ma_bubble *b = ma_entity_parent(e);
+	if (!b || b == ma_root_bubble || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_OPENED)
+		return -1;
+	return ma_holder_queue(__atomic_load_n(&b->e.sched_holder, __ATOMIC_RELAXED));
+}
+
+/* Thread t, proven alive by the caller (a member of a bubble it holds, or queued on a
+ * queue it holds). */
+static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
+{
+	struct ma_vnode *n = &s->n;
+	struct ma_entity *e = &t->e;
+	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+	long long hint = __atomic_load_n(&e->load_hint, __ATOMIC_RELAXED);
+	int last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+	s->sched = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+	s->ready = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
+	n->id = t->id;
+	n->state = ma_vstate_of(st);
+	n->is_main = t->is_main;
+	n->pinned = t->pinned;
+	n->stray = atomic_load_explicit(&t->stray, memory_order_relaxed) != 0;
+	n->suspended = atomic_load_explicit(&t->suspend_req, memory_order_relaxed) != 0;
+	n->prio = __atomic_load_n(&e->prio, __ATOMIC_RELAXED);
+	int q = ma_holder_queue(s->sched);
+	/* A thread not started gets its holder when it starts (bubble.c). */
+	n->item = st == MA_TASK_BORN ? -1 : q;
+	n->queued_item = ma_holder_queue(s->ready);
+	n->in_cache = s->ready && s->ready->type == MA_BUBBLE_HOLDER;
+	n->home = -1;
+	n->last_item = __atomic_load_n(&e->last_level, __ATOMIC_RELAXED);
+	n->last_vp = last_vp >= 0 && (unsigned)last_vp < ma_rt.nb_vps ? last_vp : -1;
+	n->sched_level = __atomic_load_n(&e->sched_level, __ATOMIC_RELAXED);
+	/* Left where its VP set put it; its load counts there. */
+	n->fixed_item = t->pinned ? (q >= 0 ? q : 0) : -1;
+	n->pref_node = -1;
+	n->load_hint = hint >= 0 ? (double)hint : -1;
+	n->load = hint >= 0 ? (double)hint : 1;
+	n->nb_threads = st != MA_TASK_BORN && st != MA_TASK_DEAD && st != MA_TASK_FREE;
+	n->nb_ready = st == MA_TASK_READY;
+	n->nb_running = st == MA_TASK_RUNNING;
+	n->cpu_ns = ma_task_cpu_ns(t);
+}
+
+/* Bubble b, locked by the caller: its own fields (its members are the caller's). */
+static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
+{
+	struct ma_vnode *n = &s->n;
+	long long hint = __atomic_load_n(&b->e.load_hint, __ATOMIC_RELAXED);
+	s->sched = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+	s->ready = __atomic_load_n(&b->e.ready_holder, __ATOMIC_ACQUIRE);
+	s->status = atomic_load(&b->status);
+	s->fixed_item = b->fixed_item;
+	s->memory = b->ranges != NULL;
+	n->id = b->uid;
+	n->status = (unsigned char)s->status;
+	n->woken = b->woken;
+	n->implicit = b->implicit;
+	n->counted = b->counted;
+	n->prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED);
+	n->item = ma_holder_queue(s->sched);
+	n->queued_item = ma_holder_queue(s->ready);
+	n->home = -1;
+	n->last_item = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
+	n->last_vp = -1;
+	n->sched_level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED);
+	n->fixed_item = b->fixed_item;
+	n->pref_node = -1;
+	n->load_hint = hint >= 0 ? (double)hint : -1;
+	n->load = hint >= 0 ? (double)hint : 0;
+	n->nb_cached = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED);
+	n->nb_members = b->nb_members;
+	n->timeslice_us = b->timeslice_us;
+	n->cpu_ns = atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
+}
+
+/* Adds bubble b (locked by the caller) and its subtree below `in` (the slot of b's
+ * parent, locked too; NULL for the view's root). Each sub-bubble is locked while b is,
+ * parent first. Returns b's slot, NULL if memory ran out. */
+static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *b, struct ma_vslot *in)
+{
+	struct ma_vslot *s = ma_slot_new(rt, &b->e, in ? ma_bubble_of_entity(in->e) : NULL);
+	if (!s)
+		return NULL;
+	ma_view_fill_bubble(s, b);
+	s->n.parent = in ? &in->n : NULL;
+	/* A bubble private to a VP is that VP's alone (private.c): a public one never holds
+	 * one, this only keeps a view from reading one if that ever changes. */
+	if (atomic_load_explicit(&b->private_w, memory_order_relaxed))
+		return s;
+	unsigned cap = b->nb_members;
+	const struct ma_vnode **kids = cap ? ma_arena_alloc(rt, cap * sizeof(*kids)) : NULL;
+	if (cap && !kids)
+		return s;
+	unsigned k = 0;
+	double load = 0;
+	int vp = -1;
+	for (struct ma_list *l = b->members.next; l != &b->members && k < cap; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		struct ma_vslot *c;
+		if (m->type == MA_TASK_ENTITY) {
+			c = ma_slot_new(rt, m, b);
+			if (c) {
+				ma_view_fill_task(c, ma_task_of_entity(m));
+				c->n.parent = &s->n;
+				if (b != ma_root_bubble && s->status == MA_BUBBLE_OPENED)
+					c->n.home = s->n.item;
+			}
+		} else {
+			struct ma_bubble *sb = ma_bubble_of_entity(m);
+			ma_spin_lock(&sb->hold.lock);
+			c = ma_view_bubble(rt, sb, s);
+			ma_spin_unlock(&sb->hold.lock);
+		}
+		if (!c)
+			continue;
+		kids[k++] = &c->n;
+		s->n.nb_threads += c->n.nb_threads;
+		s->n.nb_ready += c->n.nb_ready;
+		s->n.nb_running += c->n.nb_running;
+		s->n.cpu_ns += c->n.cpu_ns;
+		s->memory |= c->memory;
+		load += c->n.load;
+		if (c->n.last_vp != -1)
+			vp = vp == -1 || vp == c->n.last_vp ? c->n.last_vp : MA_V_SEVERAL;
+	}
+	s->n.children = kids;
+	s->n.nb_children = k;
+	s->n.last_vp = vp;
+	if (s->n.load_hint < 0)
+		s->n.load = load;
+	return s;
+}
+
+/* ---- starting and finishing a view ---- */
+
+static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct ma_vitem **items)
+{
+	memset(v, 0, sizeof(*v));
+	v->self_vp = -1;
+	struct ma_view_rt *rt = ma_arena_new();
+	if (!rt)
+		return ENOMEM;
+	unsigned nl = ma_rt.topo.nb_levels, nv = ma_rt.nb_vps;
+	v->rt = rt;
+	v->topo = &ma_rt.topo;
+	v->nb_items = nl;
+	v->nb_vps = nv;
+	v->self_vp = self ? (int)self->vp : -1;
+	v->now_ns = ma_clock_ns();
+	struct ma_vitem *it = ma_arena_alloc(rt, (nl + nv) * sizeof(*it));
+	if (!it) {
+		ma_view_release(v);
+		return ENOMEM;
+	}
+	ma_view_counters(it);
+	v->items = it;
+	v->vps = it + nl;
+	*items = it;
+	return 0;
+}
+
+/* The index by id; with MA_VIEW_MEMORY, the preferred nodes (after every lock is
+ * released: synthesizing statistics takes the bubbles' locks). */
+static int ma_view_finish(struct ma_view *v, struct ma_vitem *it, unsigned flags)
+{
+	struct ma_view_rt *rt = v->rt;
+	if (flags & MA_VIEW_READY) {
+		ma_view_counters_ready(it);
+		v->flags |= MA_VIEW_HAS_READY;
+	}
+	ma_view_sums(it);
+	struct ma_vslot **index = rt->nb_slots ? ma_arena_alloc(rt, rt->nb_slots * sizeof(*index)) : NULL;
+	if (rt->failed) {
+		ma_view_release(v);
+		return ENOMEM;
+	}
+	unsigned i = 0;
+	for (struct ma_vslot *s = rt->first; s; s = s->next)
+		index[i++] = s;
+	if (flags & MA_VIEW_MEMORY) {
+		/* Memory below a bubble is memory of its own or of a sub-bubble's subtree. The
+		 * walk marked every bubble on the way back up already; ask only those: asking
+		 * synthesizes the statistics of the whole subtree. */
+		for (i = 0; i < rt->nb_slots; i++)
+			if (index[i]->n.is_bubble && index[i]->memory)
+				index[i]->n.pref_node = ma_entity_preferred_node(index[i]->e);
+		v->flags |= MA_VIEW_HAS_MEMORY;
+	}
+	if (rt->nb_slots)
+		qsort(index, rt->nb_slots, sizeof(*index), ma_slot_cmp);
+	rt->index = index;
+	return 0;
+}
+
+int ma_view_build_items(struct ma_view *v, unsigned flags)
+{
+	struct ma_vitem *it;
+	int err = ma_view_begin(v, ma_worker_self(), &it);
+	return err ? err : ma_view_finish(v, it, flags);
+}
+
+int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
+{
+	struct ma_vitem *it;
+	int err = ma_view_begin(v, ma_worker_self(), &it);
+	if (err)
+		return err;
+	ma_spin_lock(&b->hold.lock);
+	struct ma_vslot *s = ma_view_bubble(v->rt, b, NULL);
+	ma_spin_unlock(&b->hold.lock);
+	v->root = s ? &s->n : NULL;
+	return ma_view_finish(v, it, flags);
+}
+
+int ma_view_build_tree(struct ma_view *v, unsigned flags)
+{
+	return ma_view_build_subtree(v, ma_root_bubble, flags);
+}
+
+/* Queue rq (locked) of the neighbourhood of an idle VP: its waiting entities, up to
+ * MA_VIEW_WAITING_MAX, most urgent first. Returns its ready threads (ma_vitem.ready). */
+static unsigned ma_view_waiting_locked(struct ma_view_rt *rt, struct ma_runqueue *rq, int collect)
+{
+	unsigned ready = 0, taken = 0;
+	for (int p = 0; p < MA_MAX_PRIO; p++)
+		for (struct ma_list *l = rq->queue[p].next; l != &rq->queue[p]; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+			if (e->type == MA_TASK_ENTITY) {
+				ready++;
+				if (!collect || taken == MA_VIEW_WAITING_MAX)
+					continue;
+				/* Queued here, it cannot end while we hold its queue. */
+				struct ma_vslot *s = ma_slot_new(rt, e, NULL);
+				if (!s)
+					continue;
+				ma_view_fill_task(s, ma_task_of_entity(e));
+				s->n.home = ma_view_home(e);
+				taken++;
+				continue;
+			}
+			struct ma_bubble *b = ma_bubble_of_entity(e);
+			unsigned c = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED);
+			ready += c ? c : 1;
+			/* Met out of order (we hold its queue): only try-locked. One that is busy
+			 * is left out, as a thief holding the queue would leave it. */
+			if (!collect || taken == MA_VIEW_WAITING_MAX || !ma_spin_trylock(&b->hold.lock))
+				continue;
+			/* Queued, it cannot be destroyed while we hold its queue: referenced here. */
+			struct ma_vslot *s = ma_slot_new(rt, e, NULL);
+			if (s) {
+				ma_view_fill_bubble(s, b);
+				s->n.nb_threads = ma_bubble_threads_locked(b);
+				taken++;
+			}
+			ma_spin_unlock(&b->hold.lock);
+		}
+	return ready;
+}
+
+int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flags)
+{
+	struct ma_vitem *it;
+	int err = ma_view_begin(v, w, &it);
+	if (err)
+		return err;
+	unsigned nq = ma_rt.topo.nb_levels + ma_rt.nb_vps;
+	for (unsigned q = 0; q < nq; q++) {
+		struct ma_runqueue *rq = ma_view_queue((int)q);
+		if (!__atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED)) {
+			it[q].ready = 0;
+			continue;
+		}
+		/* What w does not look at, and some VP does (nothing waits for a thief where
+		 * no VP looks: it would find nothing to take it to). */
+		int collect = ma_path_index(w, rq) < 0 && (rq->vp >= 0 || rq->level->nb_vps);
+		ma_spin_lock(&rq->hold.lock);
+		it[q].ready = ma_view_waiting_locked(v->rt, rq, collect);
+		ma_spin_unlock(&rq->hold.lock);
+	}
+	v->flags |= MA_VIEW_HAS_READY;
+	struct ma_view_rt *rt = v->rt;
+	const struct ma_vnode **waiting = rt->nb_slots ? ma_arena_alloc(rt, rt->nb_slots * sizeof(*waiting)) : NULL;
+	if (waiting) {
+		unsigned i = 0;
+		for (struct ma_vslot *s = rt->first; s; s = s->next)
+			waiting[i++] = &s->n;
+		v->waiting = waiting;
+		v->nb_waiting = i;
+	}
+	return ma_view_finish(v, it, flags & ~MA_VIEW_READY);
+}
+
+/* ---- measures ---- */
+
+unsigned ma_bubble_threads_locked(struct ma_bubble *b)
+{
+	/* The count kept for joins is exact up to nb_vps + 2 (bubble.c), more than any
+	 * comparison with a number of VPs needs; walking instead costs the whole subtree at
+	 * every question (deep recursions of nested bubbles). */
+	if (b->counted) {
+		long n = atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed);
+		return n > 0 ? (unsigned)n : 0;
+	}
+	unsigned n = 0;
+	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+		if (m->type == MA_TASK_ENTITY) {
+			int s = atomic_load_explicit(&ma_task_of_entity(m)->state, memory_order_relaxed);
+			n += s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;
+			continue;
+		}
+		struct ma_bubble *sb = ma_bubble_of_entity(m);
+		if (!ma_spin_trylock(&sb->hold.lock)) {
+			n++;
+			continue;
+		}
+		n += ma_bubble_threads_locked(sb);
+		ma_spin_unlock(&sb->hold.lock);
+	}
+	return n;
+}
+
+/* Ready threads and incoming entities of item l's subtree (items with VPs only). */
+static unsigned long ma_item_ready_now(const struct ma_level *l)
+{
+	if (!l->nb_vps)
+		return 0;
+	struct ma_runqueue *rq = &ma_rt.rqs[l->id];
+	unsigned long n = ma_queue_ready(rq) + (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	for (unsigned i = 0; i < l->arity; i++)
+		n += ma_item_ready_now(l->children[i]);
+	return n;
+}
+
+unsigned long ma_view_load_now(int q, const struct ma_worker *self)
+{
+	struct ma_runqueue *rq = ma_view_queue(q);
+	if (!rq)
+		return 0;
+	unsigned long load;
+	if (rq->vp >= 0) {
+		load = ma_queue_ready(rq) + (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	} else {
+		load = ma_item_ready_now(rq->level);
+		for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+			struct ma_runqueue *vq = &ma_rt.workers[v].rq;
+			if (ma_rq_within(vq, rq))
+				load += ma_queue_ready(vq) +
+					(unsigned long)atomic_load_explicit(&vq->nr_incoming, memory_order_relaxed);
+		}
+	}
+	struct ma_worker *est = ma_estimate_begin();
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		if (o == self)
+			continue;
+		const struct marcel_task *t = ma_vp_thread(o);
+		if (!t)
+			continue;
+		const struct ma_runqueue *home = ma_task_queue(t);
+		load += ma_rq_within(home ? home : &o->rq, rq);
+	}
+	ma_estimate_end(est);
+	return load;
+}
+
+/* ---- the pick view ---- */
+
+/* ma_rq_subtree_load's measure (strategies/common.c), which burst pulls bubbles down by:
+ * entities queued or incoming on every item below l, then its VPs' queues and busy VPs. */
+static unsigned long ma_item_work(const struct ma_level *l)
+{
+	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
+	unsigned long n = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	for (unsigned i = 0; i < l->arity; i++)
+		n += ma_item_work(l->children[i]);
+	return n;
+}
+
+static unsigned long ma_rq_work(const struct ma_runqueue *rq)
+{
+	const struct ma_level *l = rq->level;
+	unsigned long n = ma_item_work(l);
+	for (unsigned v = l->first_vp; v < l->first_vp + l->nb_vps && v < ma_rt.nb_vps; v++) {
+		const struct ma_worker *o = &ma_rt.workers[v];
+		n += __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED);
+		/* Acquire: cur may be a seed that VP just began to run inline (seed.c stores
+		 * current with release), and its is_idle is read. */
+		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+		n += atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur && !cur->is_idle;
+	}
+	return n;
+}
+
+void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq,
+		       struct ma_bubble *b, unsigned flags)
+{
+	/* Queued on rq, which the caller holds, b cannot be destroyed; its fields are read
+	 * without its lock (find_next meets it out of order), as estimates. */
+	long long hint = __atomic_load_n(&b->e.load_hint, __ATOMIC_RELAXED);
+	long count = b->counted ? atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) : 0;
+	int q = ma_view_queue_number(rq);
+	pv->topo = &ma_rt.topo;
+	pv->item = q;
+	pv->self_vp = w ? (int)w->vp : -1;
+	pv->b = (struct ma_vnode){
+		.id = b->uid,
+		.is_bubble = 1,
+		.status = (unsigned char)atomic_load_explicit(&b->status, memory_order_relaxed),
+		.woken = 1,
+		.implicit = b->implicit,
+		.counted = b->counted,
+		.prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED),
+		.item = q,
+		.queued_item = q,
+		.home = -1,
+		.last_item = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED),
+		.last_vp = -1,
+		.sched_level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED),
+		.fixed_item = b->fixed_item,
+		.pref_node = -1,
+		.load_hint = hint >= 0 ? (double)hint : -1,
+		.nb_threads = count > 0 ? (unsigned)count : 0,
+		.nb_cached = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED),
+	};
+	/* Without a walk, a load without a hint is its threads as far as they are known. */
+	pv->b.load = hint >= 0 ? (double)hint
+			       : (double)(pv->b.nb_threads > pv->b.nb_cached ? pv->b.nb_threads : pv->b.nb_cached);
+	pv->nb_kids = 0;
+	if (!(flags & MA_PICK_KIDS) || rq->vp >= 0)
+		return;
+	for (unsigned i = 0; i < rq->level->arity && pv->nb_kids < MA_PICK_MAXKIDS; i++) {
+		const struct ma_level *c = rq->level->children[i];
+		if (!c->nb_vps)
+			continue;
+		const struct ma_runqueue *crq = &ma_rt.rqs[c->id];
+		pv->kids[pv->nb_kids++] = (struct ma_pick_kid){
+			.item = (int)c->id,
+			.nb_vps = c->nb_vps,
+			.work = ma_rq_work(crq),
+			.mine = w && ma_path_index(w, crq) >= 0,
+		};
+	}
+}

@@ -1,0 +1,906 @@
+/*
+ * Views and decisions on the running runtime (bubbles/view.c, bubbles/decide.c). White-box:
+ * the builders and the executor are internal (linked statically, as check_wake), and
+ * placement is checked on the runtime's own fields (sched and ready holders).
+ *
+ * Every test runs under the null strategy and without time slices, so nothing but the
+ * test moves an entity: null never moves nor bursts what a VP meets, and a thread keeps
+ * its VP until it yields. Tests that need entities to stay queued first occupy every VP
+ * but main's with a "hog" thread pinned to it, which sleeps in the C library (not in
+ * marcel: its VP stays taken); main itself never yields until the checks are done.
+ */
+#include <limits.h>
+#include <time.h>
+#include "ma_test.h"
+#include "ma_view_build.h"
+#include "ma_strategies.h"
+
+/* ---- setting up ---- */
+
+static void start(void)
+{
+	setenv("MARCEL_TIMESLICE", "0", 1);
+	ma_test_init_with(ma_test_topology, "null");
+	unsetenv("MARCEL_TIMESLICE");
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static atomic_int hog_stop, hog_running;
+static marcel_t hogs[MARCEL_NBMAXVPS];
+static unsigned nb_hogs, main_vp;
+
+static any_t hog(any_t arg)
+{
+	atomic_fetch_add(&hog_running, 1);
+	while (!atomic_load(&hog_stop))
+		sleep_ms(1);
+	return arg;
+}
+
+/* Occupies every VP but main's; main stays where it is (it does not yield). */
+static void hogs_start(void)
+{
+	main_vp = ma_test_here();
+	nb_hogs = 0;
+	atomic_store(&hog_stop, 0);
+	atomic_store(&hog_running, 0);
+	for (unsigned v = 0; v < marcel_nbvps(); v++) {
+		if (v == main_vp)
+			continue;
+		marcel_attr_t a = ma_test_attr_on_vp(v);
+		ck_assert_int_eq(marcel_create(&hogs[nb_hogs++], &a, hog, NULL), 0);
+	}
+	for (int tries = 0; atomic_load(&hog_running) < (int)nb_hogs; tries++) {
+		ck_assert_msg(tries < 10000, "the hogs did not all start within 10 s");
+		sleep_ms(1);
+	}
+	ck_assert_int_eq(marcel_current_vp(), (int)main_vp);
+}
+
+static void hogs_stop(void)
+{
+	atomic_store(&hog_stop, 1);
+	for (unsigned i = 0; i < nb_hogs; i++)
+		ck_assert_int_eq(marcel_join(hogs[i], NULL), 0);
+}
+
+/* Waits until every VP but main's sleeps. */
+static void wait_sleepers(void)
+{
+	main_vp = ma_test_here();
+	for (int tries = 0;; tries++) {
+		unsigned sleeping = 0;
+		for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+			sleeping += v != main_vp && atomic_load(&ma_rt.workers[v].state) == MA_WORKER_SLEEPING;
+		if (sleeping == ma_rt.nb_vps - 1)
+			return;
+		ck_assert_msg(tries < 10000, "the other VPs did not all go to sleep within 10 s");
+		sleep_ms(1);
+	}
+}
+
+static any_t quit(any_t arg)
+{
+	return arg;
+}
+
+/* b holds t[0], t[1] and sub-bubble s, which holds t[2]; the threads are created not
+ * started, and start when b is woken. */
+struct tree {
+	marcel_bubble_t b, s;
+	marcel_t t[3];
+	struct ma_bubble *bb, *sb;
+};
+
+static void tree_make(struct tree *x)
+{
+	ck_assert_int_eq(marcel_bubble_init(&x->b), 0);
+	ck_assert_int_eq(marcel_bubble_init(&x->s), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&x->b, &x->s), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(marcel_create_dontsched(&x->t[i], NULL, quit, NULL), 0);
+		ck_assert_int_eq(marcel_bubble_inserttask(i < 2 ? &x->b : &x->s, x->t[i]), 0);
+	}
+	x->bb = ma_bubble_of(&x->b);
+	x->sb = ma_bubble_of(&x->s);
+}
+
+/* Once the VPs are free again: lets the threads run and end, and takes the tree down. */
+static void tree_end(struct tree *x)
+{
+	ck_assert_int_eq(marcel_wake_up_bubble(&x->b), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(marcel_join(x->t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&x->s), 0);
+	ck_assert_int_eq(marcel_bubble_join(&x->b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&x->s), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&x->b), 0);
+}
+
+/* ---- helpers ---- */
+
+static struct ma_runqueue *Q(int q)
+{
+	struct ma_runqueue *rq = ma_view_queue(q);
+	ck_assert_ptr_nonnull(rq);
+	return rq;
+}
+
+static struct ma_holder *H(int q)
+{
+	return &Q(q)->hold;
+}
+
+static int vpq(unsigned vp)
+{
+	return (int)(ma_rt.topo.nb_levels + vp);
+}
+
+/* The leaf item of VP vp (where its own queue hangs). */
+static int leaf_of(unsigned vp)
+{
+	return (int)ma_rt.workers[vp].rq.level->id;
+}
+
+/* A VP other than main's (there is one: the tests that need it are skipped otherwise). */
+static unsigned other_vp(void)
+{
+	return main_vp == 0 ? 1 : 0;
+}
+
+static struct ma_holder *sched_of(marcel_t t)
+{
+	return __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+}
+
+static struct ma_holder *ready_of(marcel_t t)
+{
+	return __atomic_load_n(&t->e.ready_holder, __ATOMIC_ACQUIRE);
+}
+
+static struct ma_holder *bsched_of(struct ma_bubble *b)
+{
+	return __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+}
+
+static struct ma_holder *bready_of(struct ma_bubble *b)
+{
+	return __atomic_load_n(&b->e.ready_holder, __ATOMIC_ACQUIRE);
+}
+
+static const struct ma_vnode *node_of(const struct ma_view *v, uint64_t id)
+{
+	const struct ma_vslot *s = ma_view_slot(v, id);
+	ck_assert_ptr_nonnull(s);
+	return &s->n;
+}
+
+/* Runs a list of n decisions on view v; checks how many were done. */
+static void run(struct ma_view *v, const struct ma_decision *d, unsigned n, unsigned done)
+{
+	struct ma_decision storage[16];
+	struct ma_dlist l;
+	ma_dlist_init(&l, storage, 16);
+	for (unsigned i = 0; i < n; i++)
+		ck_assert_int_eq(ma_dlist_push(&l, &d[i]), 0);
+	struct ma_dresult r = ma_decisions_execute(v, &l);
+	ck_assert_uint_eq(r.done, done);
+	ck_assert_uint_eq(r.dropped, n - done);
+}
+
+static void run1(struct ma_view *v, struct ma_decision d, unsigned done)
+{
+	run(v, &d, 1, done);
+}
+
+static void subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
+{
+	ck_assert_int_eq(ma_view_build_subtree(v, b, flags), 0);
+	ck_assert_ptr_nonnull(v->root);
+}
+
+/* ---- the tree part ---- */
+
+/* A bubble never woken: its shape, its threads not started, its loads, the references the
+ * view holds, and the way back from ids. */
+START_TEST(tree_unwoken)
+{
+	start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_task_stats_set(x.t[0], MARCEL_STATS_LOAD, 5), 0);
+	unsigned refs_b = atomic_load(&x.bb->refs), refs_s = atomic_load(&x.sb->refs);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	ck_assert_uint_eq(atomic_load(&x.bb->refs), refs_b + 1);
+	ck_assert_uint_eq(atomic_load(&x.sb->refs), refs_s + 1);
+	ck_assert_int_eq(v.self_vp, marcel_current_vp());
+	ck_assert_uint_eq(v.nb_items, ma_rt.topo.nb_levels);
+	ck_assert_uint_eq(v.nb_vps, marcel_nbvps());
+	ck_assert_ptr_eq(v.vps, v.items + v.nb_items);
+	ck_assert_ptr_null(v.waiting);
+	ck_assert_uint_eq(v.flags, 0);
+
+	const struct ma_vnode *r = v.root;
+	ck_assert(r->id == x.bb->uid);
+	ck_assert(r->is_bubble && !r->woken && r->status == MA_V_CLOSED && r->counted && !r->implicit);
+	ck_assert_ptr_null(r->parent);
+	ck_assert_int_eq(r->item, -1);
+	ck_assert_int_eq(r->queued_item, -1);
+	ck_assert_int_eq(r->fixed_item, -1);
+	ck_assert_uint_eq(r->nb_members, 3);
+	ck_assert_uint_eq(r->nb_children, 3);
+	/* Members in member order: the sub-bubble (inserted first), then the two threads. */
+	const struct ma_vnode *s = r->children[0], *t0 = r->children[1], *t1 = r->children[2];
+	ck_assert(t0->id == x.t[0]->id && t1->id == x.t[1]->id && s->id == x.sb->uid);
+	ck_assert(!t0->is_bubble && t0->state == MA_V_BORN && !t0->is_main && !t0->pinned);
+	ck_assert_ptr_eq(t0->parent, r);
+	ck_assert_ptr_eq(s->parent, r);
+	ck_assert_int_eq(t0->item, -1);
+	ck_assert_int_eq(t0->last_vp, -1);
+	ck_assert_uint_eq(t0->nb_threads, 0);
+	ck_assert(t0->load == 5 && t0->load_hint == 5);
+	ck_assert(t1->load == 1 && t1->load_hint < 0);
+	ck_assert(s->is_bubble && s->status == MA_V_CLOSED);
+	ck_assert_uint_eq(s->nb_children, 1);
+	ck_assert(s->children[0]->id == x.t[2]->id);
+	ck_assert_ptr_eq(s->children[0]->parent, s);
+	ck_assert(s->load == 1);
+	/* The load statistic counts every member (ma_entity_load); threads count once
+	 * started. */
+	ck_assert(r->load == 7);
+	ck_assert_uint_eq(r->nb_threads, 0);
+	ck_assert_int_eq(r->last_vp, -1);
+	long long stat;
+	ck_assert_int_eq(marcel_bubble_stats_get(&x.b, MARCEL_STATS_LOAD, &stat), 0);
+	ck_assert(r->load == (double)stat);
+
+	/* Back from ids. */
+	ck_assert_ptr_eq(ma_view_slot(&v, x.t[1]->id)->e, &x.t[1]->e);
+	ck_assert_ptr_eq(ma_view_slot(&v, x.sb->uid)->e, &x.sb->e);
+	ck_assert_ptr_eq(ma_view_slot(&v, x.sb->uid)->in, x.bb);
+	ck_assert_ptr_null(ma_view_slot(&v, ma_root_bubble->uid));
+	/* Never woken, it is not scheduled: its wake-up submits it. */
+	struct ma_decision d[] = {
+		{ .kind = MA_D_PLACE, .entity = x.bb->uid, .item = 0 },
+		{ .kind = MA_D_BURST, .entity = x.bb->uid, .item = 0 },
+	};
+	run(&v, d, 2, 0);
+	ck_assert_ptr_null(bsched_of(x.bb));
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_CLOSED);
+
+	ma_view_release(&v);
+	ck_assert_ptr_null(v.rt);
+	ck_assert_uint_eq(atomic_load(&x.bb->refs), refs_b);
+	ck_assert_uint_eq(atomic_load(&x.sb->refs), refs_s);
+	ma_view_release(&v); /* harmless */
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* A woken bubble, closed on the machine's queue with its three threads in its cache, and
+ * the counters of the queues with every VP busy. */
+START_TEST(tree_woken_items)
+{
+	start();
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_view v;
+	subtree(&v, x.bb, MA_VIEW_READY);
+	const struct ma_vnode *r = v.root;
+	ck_assert(r->woken && r->status == MA_V_CLOSED);
+	ck_assert_int_eq(r->item, 0);
+	ck_assert_int_eq(r->queued_item, 0);
+	ck_assert_uint_eq(r->nb_cached, 3);
+	ck_assert_uint_eq(r->nb_threads, 3);
+	ck_assert_uint_eq(r->nb_ready, 3);
+	ck_assert_uint_eq(r->nb_running, 0);
+	for (int i = 0; i < 3; i++) {
+		const struct ma_vnode *t = node_of(&v, x.t[i]->id);
+		ck_assert_int_eq(t->state, MA_V_READY);
+		ck_assert(t->in_cache);
+		ck_assert_int_eq(t->item, -1);
+		ck_assert_int_eq(t->queued_item, -1);
+		ck_assert_int_eq(t->home, -1);
+		ck_assert_uint_eq(t->nb_threads, 1);
+	}
+	const struct ma_vnode *s = node_of(&v, x.sb->uid);
+	ck_assert(s->woken && s->status == MA_V_CLOSED);
+	ck_assert_int_eq(s->item, -1);
+	ck_assert_ptr_eq(node_of(&v, x.t[2]->id)->parent, s);
+
+	/* Queues: b waits on the machine's (three threads ready in it); main runs and belongs
+	 * there; each hog runs and belongs to its VP's queue. */
+	unsigned n = v.nb_vps;
+	ck_assert(v.flags & MA_VIEW_HAS_READY);
+	const struct ma_vitem *m = &v.items[0];
+	ck_assert_int_eq(m->vp, -1);
+	ck_assert_int_eq(m->parent, -1);
+	ck_assert_uint_eq(m->nb_vps, n);
+	ck_assert_uint_eq(m->idle_vps, 0);
+	ck_assert_uint_eq(m->queued, 1);
+	ck_assert_uint_eq(m->ready, 3);
+	ck_assert_uint_eq(m->running, 1);
+	ck_assert_uint_eq(m->sub_running, n);
+	ck_assert_uint_eq(m->sub_busy, n);
+	ck_assert_uint_eq(ma_vitem_load(m), 1 + n);
+	ck_assert_uint_eq(ma_vitem_load_exact(m), 3 + n);
+	ck_assert_uint_eq(ma_vitem_work(m), 1 + n);
+	for (unsigned vp = 0; vp < n; vp++) {
+		const struct ma_vitem *q = &v.vps[vp];
+		ck_assert_int_eq(q->vp, (int)vp);
+		ck_assert_int_eq(q->parent, leaf_of(vp));
+		ck_assert_uint_eq(q->depth, v.items[q->parent].depth + 1);
+		ck_assert_uint_eq(q->nb_vps, 1);
+		ck_assert_uint_eq(q->busy, 1);
+		ck_assert_uint_eq(q->running, vp != main_vp);
+		ck_assert_uint_eq(q->queued, 0);
+		ck_assert(ma_view_sees(&v, 0, vp));
+		ck_assert(ma_view_within(&v, ma_view_vp_queue(&v, vp), 0));
+	}
+	/* Items: what the topology says, VPs by the paths that go through them. */
+	for (unsigned q = 0; q < v.nb_items; q++) {
+		const struct ma_level *l = &ma_rt.topo.levels[q];
+		ck_assert_uint_eq(v.items[q].nb_vps, l->nb_vps);
+		ck_assert_uint_eq(v.items[q].depth, l->depth);
+		for (unsigned vp = 0; vp < n; vp++)
+			ck_assert_int_eq(ma_view_sees(&v, (int)q, vp), ma_path_index(&ma_rt.workers[vp], &ma_rt.rqs[q]) >= 0);
+		if (l->nb_vps)
+			ck_assert_uint_eq(v.items[q].sub_running, l->nb_vps - (ma_view_sees(&v, (int)q, main_vp) ? 1 : 0) +
+									  (q == 0));
+	}
+	ma_view_release(&v);
+
+	/* The whole tree: the root, opened on the machine, holds main and b. */
+	ck_assert_int_eq(ma_view_build_tree(&v, 0), 0);
+	r = v.root;
+	ck_assert(r->id == ma_root_bubble->uid && r->status == MA_V_OPENED && r->woken);
+	ck_assert_int_eq(r->item, 0);
+	const struct ma_vnode *b = node_of(&v, x.bb->uid), *mainn = NULL;
+	ck_assert_ptr_eq(b->parent, r);
+	for (unsigned i = 0; i < r->nb_children; i++)
+		if (r->children[i]->is_main)
+			mainn = r->children[i];
+	ck_assert_ptr_nonnull(mainn);
+	ck_assert_int_eq(mainn->state, MA_V_RUNNING);
+	ck_assert_int_eq(mainn->item, 0);
+	/* Each hog, pinned: fixed on its VP's queue. */
+	for (unsigned i = 0; i < nb_hogs; i++) {
+		const struct ma_vnode *h = node_of(&v, hogs[i]->id);
+		ck_assert(h->pinned);
+		ck_assert_int_eq(h->state, MA_V_RUNNING);
+		ck_assert_int_eq(h->fixed_item, h->item);
+		ck_assert_int_ge(h->item, (int)v.nb_items);
+	}
+	ma_view_release(&v);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* Idle VPs are counted on every queue they look at; the caller's is busy. */
+START_TEST(items_idle)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	wait_sleepers();
+	struct ma_view v;
+	ck_assert_int_eq(ma_view_build_items(&v, 0), 0);
+	ck_assert_ptr_null(v.root);
+	unsigned n = v.nb_vps;
+	ck_assert_uint_eq(v.items[0].idle_vps, n - 1);
+	ck_assert_uint_eq(v.items[0].sub_busy, 1);
+	ck_assert_uint_eq(v.items[0].running, 1);
+	for (unsigned vp = 0; vp < n; vp++) {
+		ck_assert_uint_eq(v.vps[vp].idle_vps, vp != main_vp);
+		ck_assert_uint_eq(v.vps[vp].busy, vp == main_vp);
+	}
+	for (unsigned q = 0; q < v.nb_items; q++)
+		if (v.items[q].nb_vps)
+			ck_assert_uint_eq(v.items[q].idle_vps, v.items[q].nb_vps - ma_view_sees(&v, (int)q, main_vp));
+	ma_view_release(&v);
+	marcel_end();
+}
+END_TEST
+
+/* ---- executing ---- */
+
+/* One list, top down: burst b on main's leaf item, then move one of its threads to
+ * another VP's own queue and place its sub-bubble on that VP's leaf. */
+START_TEST(burst_move_place)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int X = leaf_of(main_vp), Y = leaf_of(other_vp()), Z = vpq(other_vp());
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	struct ma_decision d[] = {
+		{ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X },
+		{ .kind = MA_D_MOVE, .entity = x.t[0]->id, .item = Z },
+		{ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = Y },
+	};
+	run(&v, d, 3, 3);
+	ma_view_release(&v);
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_OPENED);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(X));
+	ck_assert_int_eq(__atomic_load_n(&x.bb->e.last_level, __ATOMIC_RELAXED), X);
+	ck_assert_ptr_eq(sched_of(x.t[0]), H(Z));
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(Z));
+	ck_assert_ptr_eq(sched_of(x.t[1]), H(X));
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(X));
+	ck_assert_int_eq(atomic_load(&x.sb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(Y));
+	ck_assert_ptr_eq(bready_of(x.sb), H(Y));
+	ck_assert_ptr_eq(sched_of(x.t[2]), &x.sb->hold);
+	ck_assert_ptr_eq(ready_of(x.t[2]), &x.sb->hold);
+
+	/* The snapshot, which numbers queues the same way, agrees. */
+	struct marcel_snapshot *snap = marcel_sched_snapshot();
+	ck_assert_ptr_nonnull(snap);
+	ck_assert_int_eq(snap->entities[marcel_snapshot_find_thread(snap, x.t[0])].queue, Z);
+	ck_assert_int_eq(snap->entities[marcel_snapshot_find_thread(snap, x.t[1])].queue, X);
+	ck_assert_int_eq(snap->entities[marcel_snapshot_find_bubble(snap, &x.s)].queue, Y);
+	marcel_sched_snapshot_free(snap);
+
+	/* A fresh view sees it all; a placed closed bubble moves, a thread moves to where it
+	 * is (nothing but its mark changes). */
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(v.root->status, MA_V_OPENED);
+	ck_assert_int_eq(node_of(&v, x.t[0]->id)->queued_item, Z);
+	ck_assert_int_eq(node_of(&v, x.t[0]->id)->home, X);
+	ck_assert_int_eq(node_of(&v, x.sb->uid)->item, Y);
+	atomic_store(&x.t[1]->stray, 1);
+	struct ma_decision d2[] = {
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = X },
+		{ .kind = MA_D_MOVE, .entity = x.t[1]->id, .item = X, .flags = MA_D_UNSTRAY },
+	};
+	run(&v, d2, 2, 2);
+	ma_view_release(&v);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(X));
+	ck_assert_ptr_eq(bready_of(x.sb), H(X));
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(X));
+	ck_assert_int_eq(atomic_load(&x.t[1]->stray), 0);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* GATHER: every thread was queued, so the bubble closes at once and, resubmitted, null
+ * places it on the machine's queue, its cache full again. */
+START_TEST(gather)
+{
+	start();
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int X = leaf_of(main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X }, 1);
+	ma_view_release(&v);
+	subtree(&v, x.bb, 0);
+	struct ma_decision d[] = {
+		{ .kind = MA_D_GATHER, .entity = x.bb->uid },
+		/* Nothing more about a gathered bubble in the same list. */
+		{ .kind = MA_D_PLACE, .entity = x.bb->uid, .item = X },
+	};
+	run(&v, d, 2, 1);
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	ck_assert_ptr_eq(bready_of(x.bb), H(0));
+	ck_assert_uint_eq(x.bb->nb_cached, 3);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_ptr_eq(sched_of(x.t[i]), &x.bb->hold);
+		ck_assert_ptr_eq(ready_of(x.t[i]), &x.bb->hold);
+	}
+	ck_assert_int_eq(atomic_load(&x.sb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_null(bsched_of(x.sb));
+	/* The old view saw it opened: gathering it again is stale. */
+	run1(&v, (struct ma_decision){ .kind = MA_D_GATHER, .entity = x.bb->uid }, 0);
+	ma_view_release(&v);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* UNPLACE, then PLACE without queuing, then PLACE. */
+START_TEST(unplace_place_quiet)
+{
+	start();
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	unsigned before = __atomic_load_n(&ma_rt.rqs[0].nr_ready, __ATOMIC_RELAXED);
+	int Y = leaf_of(marcel_nbvps() > 1 ? other_vp() : main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_UNPLACE, .entity = x.bb->uid }, 1);
+	/* The same view places it again: the executor expects what the list did so far. */
+	run1(&v, (struct ma_decision){ .kind = MA_D_PLACE, .entity = x.bb->uid, .item = Y, .flags = MA_D_NOQUEUE },
+	     1);
+	ma_view_release(&v);
+	ck_assert_uint_eq(__atomic_load_n(&ma_rt.rqs[0].nr_ready, __ATOMIC_RELAXED), before - 1);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_null(bready_of(x.bb));
+	ck_assert_int_eq(x.bb->queued, 0);
+	ck_assert_uint_eq(x.bb->nb_cached, 3);
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(v.root->item, Y);
+	ck_assert_int_eq(v.root->queued_item, -1);
+	run1(&v, (struct ma_decision){ .kind = MA_D_PLACE, .entity = x.bb->uid, .item = Y }, 1);
+	ma_view_release(&v);
+	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
+	ck_assert_int_eq(x.bb->queued, 1);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* Decisions about entities that changed since the view was built are dropped whole, and
+ * so are those about nothing the view knows. */
+START_TEST(stale)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int X = leaf_of(main_vp), Y = leaf_of(other_vp()), Z = vpq(other_vp());
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	/* Somebody else moves b. */
+	ma_bubble_place(x.bb, Q(Y));
+	struct ma_decision d[] = {
+		{ .kind = MA_D_PLACE, .entity = x.bb->uid, .item = X },
+		{ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X },
+		{ .kind = MA_D_UNPLACE, .entity = x.bb->uid },
+		{ .kind = MA_D_MOVE, .entity = x.bb->uid, .item = X },
+		{ .kind = MA_D_PLACE, .entity = 12345, .item = X },              /* unknown */
+		{ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = 1 << 20 },    /* no such queue */
+		{ .kind = MA_D_SERVE, .entity = x.bb->uid, .item = X },          /* pick only */
+		{ .kind = MA_D_MOVE, .entity = x.t[0]->id, .item = X },          /* in a closed unit */
+		/* s is part of b's closed unit: placing or bursting it would make a unit in a
+		 * unit (it stays absorbed). */
+		{ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = X },
+		{ .kind = MA_D_BURST, .entity = x.sb->uid, .item = X },
+	};
+	run(&v, d, 10, 0);
+	ma_view_release(&v);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_null(bsched_of(x.sb));
+	ck_assert_int_eq(atomic_load(&x.sb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_eq(sched_of(x.t[2]), &x.bb->hold);
+	ck_assert_uint_eq(x.bb->nb_cached, 3);
+
+	/* Burst; a thread moved by somebody else after the view is not moved again. */
+	ma_bubble_burst(x.bb, Q(Y));
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(ma_entity_move(&x.t[0]->e, Q(Z)), 0);
+	struct ma_decision d2[] = {
+		{ .kind = MA_D_MOVE, .entity = x.t[0]->id, .item = X },
+		{ .kind = MA_D_STEAL, .entity = x.t[0]->id, .from_item = Y, .item = X },
+		/* Seen on Y, asked from X: malformed. */
+		{ .kind = MA_D_STEAL, .entity = x.t[1]->id, .from_item = X, .item = Z },
+		/* Not opened. */
+		{ .kind = MA_D_GATHER, .entity = x.sb->uid },
+	};
+	run(&v, d2, 4, 0);
+	ck_assert_ptr_eq(sched_of(x.t[0]), H(Z));
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(Z));
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(Y));
+	ma_view_release(&v);
+
+	/* A view made by hand has no way back to the runtime. */
+	struct ma_view hand;
+	memset(&hand, 0, sizeof(hand));
+	run1(&hand, (struct ma_decision){ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = X }, 0);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(Y));
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* STEAL between two VPs' own queues, with and without its guard, which measures both
+ * sides again: a thread, then a whole bubble. */
+START_TEST(steal)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	const struct ma_worker *self = ma_worker_self();
+	int A = vpq(other_vp()), B = vpq(main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	struct ma_decision setup[] = {
+		{ .kind = MA_D_BURST, .entity = x.bb->uid, .item = A },
+		{ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = 0 },
+	};
+	run(&v, setup, 2, 2);
+	ma_view_release(&v);
+	/* A: its hog runs, t0 and t1 wait; B: main runs (the caller, left out). */
+	ck_assert_uint_eq(ma_view_load_now(A, self), 3);
+	ck_assert_uint_eq(ma_view_load_now(B, self), 0);
+
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(node_of(&v, x.t[0]->id)->queued_item, A);
+	/* One thread: (3 - 1) * 1 - (0 + 1) * 1 = 1. */
+	struct ma_decision st = { .kind = MA_D_STEAL, .entity = x.t[0]->id, .from_item = A, .item = B,
+				  .flags = MA_D_GUARD | MA_D_STRAY, .guard_from = A, .guard_to = B, .min_gap = 2 };
+	run1(&v, st, 0);
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(A));
+	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 0);
+	st.min_gap = 1;
+	run1(&v, st, 1);
+	ck_assert_ptr_eq(sched_of(x.t[0]), H(B));
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(B));
+	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 1);
+	/* Taken already, as far as this view knows. */
+	run1(&v, st, 0);
+	/* A victim with no more threads than VPs gives nothing, whatever the gap. */
+	struct ma_decision st1 = { .kind = MA_D_STEAL, .entity = x.t[1]->id, .from_item = A, .item = B,
+				   .flags = MA_D_GUARD, .guard_from = B, .guard_to = A, .min_gap = LONG_MIN };
+	ck_assert_uint_eq(ma_view_load_now(B, self), 1);
+	run1(&v, st1, 0);
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(A));
+	/* Without a guard. */
+	atomic_store(&x.t[1]->stray, 1);
+	st1.flags = MA_D_UNSTRAY;
+	run1(&v, st1, 1);
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(B));
+	ck_assert_int_eq(atomic_load(&x.t[1]->stray), 0);
+	ma_view_release(&v);
+
+	/* The sub-bubble, closed on the machine's queue with t2 in its cache, to A: the
+	 * machine (every VP, main left out, plus what waits) gives it only if A ends no
+	 * busier per VP than the machine by min_gap. */
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(node_of(&v, x.sb->uid)->queued_item, 0);
+	long long L0 = (long long)ma_view_load_now(0, self), LA = (long long)ma_view_load_now(A, self);
+	long long V0 = marcel_nbvps(), xs = 1;
+	ck_assert_int_eq(L0, V0 - 1 + 3);
+	ck_assert_int_eq(LA, 1);
+	long gap = (long)((L0 - xs) * 1 - (LA + xs) * V0);
+	struct ma_decision sb = { .kind = MA_D_STEAL, .entity = x.sb->uid, .from_item = 0, .item = A,
+				  .flags = MA_D_GUARD, .guard_from = 0, .guard_to = A, .min_gap = gap + 1 };
+	run1(&v, sb, 0);
+	ck_assert_ptr_eq(bready_of(x.sb), H(0));
+	sb.min_gap = gap;
+	run1(&v, sb, 1);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(A));
+	ck_assert_ptr_eq(bready_of(x.sb), H(A));
+	ck_assert_int_eq(x.sb->queued, 1);
+	ck_assert_ptr_eq(ready_of(x.t[2]), &x.sb->hold);
+	ma_view_release(&v);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* An idle VP's neighbourhood: what waits where it does not look, in queue order. */
+START_TEST(vp_view)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int A = vpq(other_vp()), B = vpq(main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	struct ma_decision setup[] = {
+		{ .kind = MA_D_BURST, .entity = x.bb->uid, .item = A },
+		{ .kind = MA_D_PLACE, .entity = x.sb->uid, .item = 0 },
+	};
+	run(&v, setup, 2, 2);
+	ma_view_release(&v);
+	unsigned refs = atomic_load(&x.sb->refs);
+
+	ck_assert_int_eq(ma_view_build_vp(&v, ma_worker_self(), 0), 0);
+	ck_assert_ptr_null(v.root);
+	ck_assert(v.flags & MA_VIEW_HAS_READY);
+	/* The sub-bubble waits on the machine's queue, on main's path: not in the list. */
+	ck_assert_uint_eq(v.nb_waiting, 2);
+	ck_assert_uint_eq(atomic_load(&x.sb->refs), refs);
+	for (int i = 0; i < 2; i++) {
+		const struct ma_vnode *t = v.waiting[i];
+		ck_assert(t->id == x.t[i]->id);
+		ck_assert_ptr_null(t->parent);
+		ck_assert_uint_eq(t->nb_children, 0);
+		ck_assert_int_eq(t->state, MA_V_READY);
+		ck_assert_int_eq(t->queued_item, A);
+		ck_assert_int_eq(t->item, A);
+		ck_assert_int_eq(t->home, A);
+	}
+	ck_assert_uint_eq(v.items[A].ready, 2);
+	ck_assert_uint_eq(v.items[0].ready, 1);
+	ck_assert_uint_eq(ma_vitem_load_exact(&v.items[A]), 3);
+	/* Taken from this view: seen on a queue, proven alive by that queue's lock. */
+	struct ma_decision d[] = {
+		{ .kind = MA_D_STEAL, .entity = x.t[0]->id, .from_item = A, .item = B },
+		{ .kind = MA_D_MOVE, .entity = x.t[1]->id, .item = 0 },
+	};
+	run(&v, d, 2, 2);
+	ma_view_release(&v);
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(B));
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(0));
+
+	/* A closed bubble waiting off the path is listed, referenced. */
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = A }, 1);
+	ma_view_release(&v);
+	ck_assert_int_eq(ma_view_build_vp(&v, ma_worker_self(), 0), 0);
+	ck_assert_uint_eq(v.nb_waiting, 1);
+	ck_assert(v.waiting[0]->id == x.sb->uid && v.waiting[0]->is_bubble);
+	ck_assert_uint_eq(v.waiting[0]->nb_cached, 1);
+	ck_assert_uint_eq(v.waiting[0]->nb_threads, 1);
+	ck_assert_uint_eq(atomic_load(&x.sb->refs), refs + 1);
+	ma_view_release(&v);
+	ck_assert_uint_eq(atomic_load(&x.sb->refs), refs);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* find_next's question about a bubble, under the queue's lock, and its children's work
+ * as burst measures it today. */
+START_TEST(pick_view)
+{
+	start();
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_worker *w = ma_worker_self();
+	struct ma_runqueue *rq = Q(0);
+	struct ma_pick_view pv;
+	ma_spin_lock(&rq->hold.lock);
+	ma_pick_view_fill(&pv, w, rq, x.bb, MA_PICK_KIDS);
+	ma_spin_unlock(&rq->hold.lock);
+	ck_assert_ptr_eq(pv.topo, &ma_rt.topo);
+	ck_assert_int_eq(pv.item, 0);
+	ck_assert_int_eq(pv.self_vp, (int)main_vp);
+	ck_assert(pv.b.id == x.bb->uid && pv.b.is_bubble && pv.b.status == MA_V_CLOSED);
+	ck_assert_uint_eq(pv.b.nb_cached, 3);
+	ck_assert_uint_eq(pv.b.nb_threads, 3);
+	ck_assert_int_eq(pv.b.fixed_item, -1);
+	ck_assert(pv.b.load == 3);
+	struct ma_runqueue *kids[MARCEL_NBMAXVPS];
+	unsigned n = ma_rq_children(rq, kids, MARCEL_NBMAXVPS);
+	ck_assert_uint_eq(pv.nb_kids, n);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_int_eq(pv.kids[i].item, (int)kids[i]->level->id);
+		ck_assert_uint_eq(pv.kids[i].nb_vps, kids[i]->level->nb_vps);
+		ck_assert_uint_eq(pv.kids[i].work, ma_rq_subtree_load(kids[i]));
+		ck_assert_int_eq(pv.kids[i].mine, ma_path_index(w, kids[i]) >= 0);
+	}
+	/* Without kids, or on a VP's queue: none. */
+	ma_spin_lock(&rq->hold.lock);
+	ma_pick_view_fill(&pv, w, rq, x.bb, 0);
+	ma_spin_unlock(&rq->hold.lock);
+	ck_assert_uint_eq(pv.nb_kids, 0);
+	ma_pick_view_fill(&pv, w, &w->rq, x.bb, MA_PICK_KIDS);
+	ck_assert_uint_eq(pv.nb_kids, 0);
+	ck_assert_int_eq(pv.item, vpq(main_vp));
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* WAKE: done when a VP sleeps that can take the work, dropped when none does. */
+START_TEST(wake)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct ma_view v;
+	ck_assert_int_eq(ma_view_build_items(&v, 0), 0);
+	struct ma_decision d[] = {
+		{ .kind = MA_D_WAKE, .item = 0 },
+		{ .kind = MA_D_WAKE, .item = vpq(main_vp), .flags = MA_D_OUTSIDE },
+	};
+	run(&v, d, 2, 0);
+	hogs_stop();
+	wait_sleepers();
+	/* Another VP, not main's, for work on main's own queue. */
+	run1(&v, (struct ma_decision){ .kind = MA_D_WAKE, .item = vpq(main_vp), .flags = MA_D_OUTSIDE }, 1);
+	wait_sleepers();
+	run1(&v, (struct ma_decision){ .kind = MA_D_WAKE, .item = 0 }, 1);
+	ma_view_release(&v);
+	marcel_end();
+}
+END_TEST
+
+/* Memory detail: the preferred node of bubbles with memory below them. */
+START_TEST(memory)
+{
+	start();
+	struct tree x;
+	tree_make(&x);
+	static char buf[1 << 16];
+	ck_assert_int_eq(marcel_bubble_attach_memory(&x.s, buf, sizeof(buf)), 0);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	ck_assert_int_eq(v.root->pref_node, -1);
+	ck_assert_int_eq(node_of(&v, x.sb->uid)->pref_node, -1);
+	ma_view_release(&v);
+	subtree(&v, x.bb, MA_VIEW_MEMORY);
+	ck_assert(v.flags & MA_VIEW_HAS_MEMORY);
+	ck_assert_int_eq(node_of(&v, x.sb->uid)->pref_node, ma_entity_preferred_node(&x.sb->e));
+	ck_assert_int_eq(v.root->pref_node, ma_entity_preferred_node(&x.bb->e));
+	ck_assert_int_eq(node_of(&v, x.t[0]->id)->pref_node, -1);
+	ma_view_release(&v);
+	ck_assert_int_eq(marcel_bubble_detach_memory(&x.s, buf, sizeof(buf)), 0);
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+static void populate(TCase *tc)
+{
+	tcase_add_test(tc, tree_unwoken);
+	tcase_add_test(tc, tree_woken_items);
+	tcase_add_test(tc, items_idle);
+	tcase_add_test(tc, burst_move_place);
+	tcase_add_test(tc, gather);
+	tcase_add_test(tc, unplace_place_quiet);
+	tcase_add_test(tc, stale);
+	tcase_add_test(tc, steal);
+	tcase_add_test(tc, vp_view);
+	tcase_add_test(tc, pick_view);
+	tcase_add_test(tc, wake);
+	tcase_add_test(tc, memory);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("view");
+	ma_test_add_both(s, "view", populate, 60);
+	return ma_test_run(s);
+}
