@@ -141,6 +141,37 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 	return 0;
 }
 
+/* Waits while b's only members are implicit bubbles already being let go of: the last
+ * thread of such a bubble ended, which is what let b's joiner return, and the VP that
+ * ended it removes the bubble from b a moment later (ma_bubble_free_now). A destroy that
+ * follows a join must not see b busy meanwhile. Takes no lock across the wait, and not
+ * the tree lock at all: the removal may need it. */
+static void ma_wait_freeing_members(struct ma_bubble *b)
+{
+	unsigned rounds = 0;
+	for (;;) {
+		int going = 0;
+		ma_spin_lock(&b->hold.lock);
+		for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
+			struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
+			if (e->type != MA_BUBBLE_ENTITY) {
+				going = 0;
+				break;
+			}
+			struct ma_bubble *c = ma_bubble_of_entity(e);
+			ma_spin_lock(&c->hold.lock);
+			going = c->implicit && c->freeing;
+			ma_spin_unlock(&c->hold.lock);
+			if (!going)
+				break;
+		}
+		ma_spin_unlock(&b->hold.lock);
+		if (!going)
+			return;
+		ma_spin_backoff(&rounds);
+	}
+}
+
 int marcel_bubble_destroy(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get_raw(pub);
@@ -164,6 +195,7 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 	}
 	if (o)
 		ma_bubble_unprivate(b);
+	ma_wait_freeing_members(b);
 	/* Out of the tree (joined, or never woken): no membership changes, so no tree lock,
 	 * which a recursion that destroys a bubble per level would take from every VP. */
 	int in_tree = ma_entity_parent(&b->e) != NULL;

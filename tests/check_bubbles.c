@@ -162,6 +162,55 @@ START_TEST(children_bubbles)
 }
 END_TEST
 
+/* A bubble whose thread left threads behind in its children bubble (an implicit bubble
+ * inside it), which end on another VP: the last to end empties the children bubble, and
+ * that lets the bubble's joiner return a moment before the emptied children bubble has
+ * left it. marcel_bubble_destroy right after marcel_bubble_join must succeed all the same
+ * (it said EBUSY, about once in a full ThreadSanitizer run). Many rounds, for the race. */
+static marcel_attr_t leave_on_last; /* detached, on the last VP */
+
+static any_t spin_a_little(any_t arg)
+{
+	for (volatile int i = 0; i < 200; i++)
+		;
+	return arg;
+}
+
+static any_t leave_kids(any_t arg)
+{
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(marcel_create(NULL, &leave_on_last, spin_a_little, NULL), 0);
+	return arg;
+}
+
+START_TEST(destroy_after_join_with_children_left)
+{
+	ma_test_init();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return; /* nothing ends elsewhere */
+	}
+	leave_on_last = ma_test_attr_on_vp(marcel_nbvps() - 1);
+	ck_assert_int_eq(marcel_attr_setdetachstate(&leave_on_last, MARCEL_CREATE_DETACHED), 0);
+	unsigned rounds = (unsigned)(2000 / ma_test_scale_div()) + 20;
+	for (unsigned r = 0; r < rounds; r++) {
+		marcel_bubble_t b;
+		ck_assert_int_eq(marcel_bubble_init(&b), 0);
+		marcel_attr_t a;
+		ck_assert_int_eq(marcel_attr_init(&a), 0);
+		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &b), 0);
+		marcel_t t;
+		ck_assert_int_eq(marcel_create(&t, &a, leave_kids, NULL), 0);
+		ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+		ck_assert_int_eq(marcel_join(t, NULL), 0);
+		ck_assert_int_eq(marcel_bubble_join(&b), 0);
+		int e = marcel_bubble_destroy(&b);
+		ck_assert_msg(e == 0, "round %u: marcel_bubble_destroy after marcel_bubble_join: %d", r, e);
+	}
+	marcel_end();
+}
+END_TEST
+
 /* A children bubble whose owner ended, shaken while its last thread computes: the gather
  * asks the thread back, the thread ends without switching and empties the bubble, which
  * is let go of; its last switch then counts it back to that bubble, which must still be
@@ -862,6 +911,7 @@ static void populate_api(TCase *tc)
 	tcase_add_test(tc, slides_example);
 	tcase_add_test(tc, children_bubbles);
 	tcase_add_test(tc, shake_orphan_children_bubble);
+	tcase_add_test(tc, destroy_after_join_with_children_left);
 	tcase_add_test(tc, bubble_barrier);
 	tcase_add_test(tc, stats_and_snapshot);
 	tcase_add_test(tc, cpu_time_charged);

@@ -413,6 +413,39 @@ START_TEST(test_inline_in_bubble)
 }
 END_TEST
 
+/* A closed bubble queued on a run queue whose seeds were all run by their joiners: its
+ * cache is empty but it stays queued until a find_next meets it, which on one busy VP
+ * may be never. Joined, it must still be destroyable at once (it was EBUSY). */
+START_TEST(test_inline_emptied_bubble_destroyed)
+{
+	setenv("MARCEL_BUBBLE_SCHEDULER", _i ? "burst" : "null", 1);
+	init_nvp("1", "0");
+	unsetenv("MARCEL_BUBBLE_SCHEDULER");
+	marcel_bubble_t b;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	marcel_attr_t a = seed_attr();
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &b), 0);
+	struct seen s[2];
+	marcel_t t[2];
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(marcel_create(&t[i], &a, record, &s[i]), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+		ck_assert(on_my_stack(s[i].frame));
+	}
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	/* The queue it sat on still works. */
+	marcel_t u;
+	struct seen su;
+	ck_assert_int_eq(marcel_create(&u, NULL, record, &su), 0);
+	ck_assert_int_eq(marcel_join(u, NULL), 0);
+	ck_assert_ptr_eq(su.self, u);
+	marcel_end();
+}
+END_TEST
+
 /* Detached seeds (never joined) and seeds other VPs start first: ordinary threads. */
 static atomic_int ran;
 
@@ -458,6 +491,7 @@ static void tc_inline(TCase *tc)
 	tcase_add_test(tc, test_dontsched_waits);
 	tcase_add_test(tc, test_deep_chain);
 	tcase_add_test(tc, test_inline_in_bubble);
+	tcase_add_loop_test(tc, test_inline_emptied_bubble_destroyed, 0, 2);
 }
 
 static void tc_ordinary(TCase *tc)
