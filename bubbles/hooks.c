@@ -5,7 +5,7 @@
  * step, once every worker has stopped.
  */
 #include <string.h>
-#include "ma_bubble.h"
+#include "ma_strategy.h"
 #include "ma_hooks.h"
 
 void ma_bubble_hooks_install(void)
@@ -22,6 +22,11 @@ void ma_bubble_hooks_install(void)
 		.task_start = ma_bubble_task_start,
 		.task_end = ma_bubble_task_exit,
 		.describe = ma_bubble_describe,
+		.publish = ma_private_publish_all,
+		.vp_hungry = ma_private_vp_hungry,
+		.vp_idle = ma_strategy_vp_idle,
+		.yield = ma_strategy_stray,
+		.tick = ma_bubble_work,
 	};
 }
 

@@ -408,6 +408,17 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 int ma_bubble_task_start(struct marcel_task *t, int at_end) MA_HIDDEN;
 /* threads.c */
 void ma_bubble_describe(FILE *out, struct marcel_task *t) MA_HIDDEN;
+/* private.c: publishes every private bubble of w (the caller's VP), oldest first (done
+ * before the threads running on w switch out or end, and when asked); what an idle VP
+ * does before it sleeps (asks the VPs keeping private bubbles for work, waits a little
+ * for them to serve it, has those that did not preempted). */
+void ma_private_publish_all(struct ma_worker *w) MA_HIDDEN;
+void ma_private_vp_hungry(struct ma_worker *w) MA_HIDDEN;
+/* The caller (running on w) is about to add to the bubble holding it, or to wake a bubble
+ * into it, the public way: if that bubble is private, w publishes first. */
+void ma_private_before_public(struct ma_worker *w, struct marcel_task *self) MA_HIDDEN;
+/* regen.c: the tick hook, run when ma_rt.hook_work was raised (regenerations due). */
+void ma_bubble_work(void) MA_HIDDEN;
 
 /* ---- regen.c ---- */
 /* Arms b's regeneration after it burst on worker w (if it has a time slice). */

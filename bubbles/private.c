@@ -278,7 +278,7 @@ void ma_bubble_unprivate(struct ma_bubble *b)
 	}
 }
 
-int ma_private_hunt(struct ma_worker *w)
+static int ma_private_hunt(struct ma_worker *w)
 {
 	int me = (int)w->vp + 1, asked = 0;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
@@ -309,7 +309,7 @@ static int ma_private_owes(const struct ma_worker *o, int me)
 	return atomic_load_explicit(&o->publish_req, memory_order_relaxed) == me && ma_nb_private(o);
 }
 
-void ma_private_hurry(struct ma_worker *w)
+static void ma_private_hurry(struct ma_worker *w)
 {
 	int me = (int)w->vp + 1, prio;
 	/* More VPs than processors: the one to serve us may need this processor, and a
@@ -404,6 +404,12 @@ int ma_private_claim(struct ma_worker *w, struct marcel_task *t)
 		return 0;
 	ma_private_take_seed(b, t);
 	return 1;
+}
+
+void ma_private_vp_hungry(struct ma_worker *w)
+{
+	if (ma_private_hunt(w))
+		ma_private_hurry(w);
 }
 
 void ma_private_before_public(struct ma_worker *w, struct marcel_task *self)

@@ -10,7 +10,6 @@
  */
 #include "ma_strategy.h"
 
-atomic_int ma_bubble_work_pending;
 static ma_spinlock_t ma_regen_lock;
 /* Doubly linked: with thousands of nested burst bubbles due at once, a cancel that
  * searched the list made every destroy linear in it. */
@@ -25,7 +24,7 @@ static void ma_regen_fire(struct ma_timer *t)
 		ma_list_add_tail(&ma_regen_list, &b->regen_node);
 	}
 	ma_spin_unlock(&ma_regen_lock);
-	atomic_store(&ma_bubble_work_pending, 1);
+	atomic_store(&ma_rt.hook_work, 1);
 }
 
 /* Whether an opened ancestor of b regenerates on the strategy's default slice: its
@@ -152,7 +151,7 @@ static int ma_regen_wanted(struct ma_bubble *b)
 
 void ma_bubble_work(void)
 {
-	if (!atomic_exchange(&ma_bubble_work_pending, 0))
+	if (!atomic_exchange(&ma_rt.hook_work, 0))
 		return;
 	for (;;) {
 		ma_spin_lock(&ma_regen_lock);

@@ -5,6 +5,7 @@
  * wrapped in sections are in io.c.
  */
 #include "ma_sync.h"
+#include "ma_hooks.h"
 
 __thread struct marcel_task *ma_tls_section_task __attribute__((tls_model("initial-exec")));
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "ma_bubble.h"
+#include "ma_sync.h"
 #include "ma_hooks.h"
 #include "ma_trace.h"
 #include "ma_signal.h"

@@ -30,6 +30,13 @@
  *                           | marcel_end (never started)        |
  *  task_end(t)              | ma_task_finish (t ends as itself) | none
  *  describe(out, t)         | ma_print_thread (diagnostics)     | none
+ *  publish(w)               | a thread leaves w's processor,    | none
+ *                           | marcel_end (w keeps private work) |
+ *  vp_hungry(w)             | ma_idle_loop, counted idle        | none
+ *  vp_idle(w)               | ma_idle_loop, nothing found       | none
+ *  yield(w, t)              | marcel_yield, t marked stray      | none
+ *  tick()                   | ma_timers_run/steal, hook_work    | none (timer lock
+ *                           | raised                            | released)
  *
  * None of them may block: they take spin locks only, in the lock order of
  * bubbles/ma_bubble.h (a bubble before a run queue).
@@ -91,6 +98,24 @@ struct ma_hooks {
 	 * marcel_end's reports of waits that may never end) what the layer above knows: its
 	 * unit, and why it has not started. Prints without a newline; takes a holder lock. */
 	void (*describe)(FILE *out, struct marcel_task *t);
+
+	/* Work kept private to a VP. */
+	/* w's private work (its counter nb_private is not 0) must become public: the thread
+	 * running on w switches out, blocks, ends or enters a blocking section, marcel_end. */
+	void (*publish)(struct ma_worker *w);
+	/* Idle VP w counted itself idle and is about to sleep: it asks the VPs keeping
+	 * private work for some, and may wait a bounded time for them (never in the kernel). */
+	void (*vp_hungry)(struct ma_worker *w);
+
+	/* Idle VP w found nothing on its queues: 1 if the strategy made work visible to it
+	 * (w then looks again). Bounded. */
+	int (*vp_idle)(struct ma_worker *w);
+	/* t, running on w, yields with its stray mark set (a strategy lent it away from its
+	 * unit's side): the strategy may send it back (move_req) or clear the mark. */
+	void (*yield)(struct ma_worker *w, struct marcel_task *t);
+	/* ma_rt.hook_work was raised: the deferred work of the layer above (regenerations,
+	 * a strategy's heartbeat), run at a scheduling point with no lock held. */
+	void (*tick)(void);
 };
 
 extern struct ma_hooks ma_hooks MA_HIDDEN;
@@ -173,6 +198,36 @@ static inline void ma_hook_task_end(struct marcel_task *t)
 static inline void ma_hook_describe(FILE *out, struct marcel_task *t)
 {
 	ma_hooks.describe(out, t);
+}
+
+/* Publishes w's private work, if it keeps any: every scheduling point that lets the
+ * running thread go calls it. The counter test is inline: most VPs keep none. */
+static inline void ma_private_publish_pending(struct ma_worker *w)
+{
+	if (ma_unlikely(atomic_load_explicit(&w->nb_private, memory_order_relaxed) != 0))
+		ma_hooks.publish(w);
+}
+
+static inline void ma_hook_vp_hungry(struct ma_worker *w)
+{
+	ma_hooks.vp_hungry(w);
+}
+
+static inline int ma_hook_vp_idle(struct ma_worker *w)
+{
+	return ma_hooks.vp_idle(w);
+}
+
+static inline void ma_hook_yield(struct ma_worker *w, struct marcel_task *t)
+{
+	ma_hooks.yield(w, t);
+}
+
+/* Runs the tick hook if the layer above raised ma_rt.hook_work. */
+static inline void ma_hook_tick_pending(void)
+{
+	if (ma_unlikely(atomic_load_explicit(&ma_rt.hook_work, memory_order_relaxed)))
+		ma_hooks.tick();
 }
 
 static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)

@@ -387,6 +387,9 @@ struct ma_runtime {
 	 * timers (timer.c), -1 if none, and the time it will wake to fire them. */
 	atomic_int timer_watcher;
 	_Atomic uint64_t timer_watch;
+	/* Raised by the layer above (a timer callback cannot take holder locks): its tick
+	 * hook is due at the next scheduling point that runs timers. */
+	atomic_int hook_work;
 	/* marcel_end waits for the last threads: each one ending bumps end_seq and wakes it. */
 	atomic_int end_waiting;
 	atomic_uint end_seq;
@@ -663,22 +666,6 @@ void ma_estimates_quiesce(void) MA_HIDDEN;
  * already published in t's link. 1 if t ran (it is dead, wt need not be waited for), 0
  * if the caller must wait for it as for any thread. */
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt) MA_HIDDEN;
-/* bubbles/private.c. Publishes every private bubble of w (the caller's VP), oldest first:
- * done before the threads running on w switch out or end, and when asked. */
-void ma_private_publish_all(struct ma_worker *w) MA_HIDDEN;
-static inline void ma_private_publish_pending(struct ma_worker *w)
-{
-	if (ma_unlikely(atomic_load_explicit(&w->nb_private, memory_order_relaxed) != 0))
-		ma_private_publish_all(w);
-}
-/* The caller (running on w) is about to add to the bubble holding it, or to wake a bubble
- * into it, the public way: if that bubble is private, w publishes first. */
-void ma_private_before_public(struct ma_worker *w, struct marcel_task *self) MA_HIDDEN;
-/* Idle VP w asks the VPs keeping private bubbles for work: 1 if it asked any. Then
- * ma_private_hurry waits a little for them to serve it, and has those that did not
- * preempted. */
-int ma_private_hunt(struct ma_worker *w) MA_HIDDEN;
-void ma_private_hurry(struct ma_worker *w) MA_HIDDEN;
 /* marcel_exit in a seed running on its joiner's stack: back to ma_seed_join. */
 _Noreturn void ma_seed_exit(struct marcel_task *t, any_t retval) MA_HIDDEN;
 /* Records the main thread's stack bounds (marcel_init). */
@@ -705,17 +692,6 @@ struct ma_carrier *ma_carrier_self(void) MA_HIDDEN;
 struct marcel_task *ma_carrier_context(struct ma_carrier *c) MA_HIDDEN;
 /* Whether the caller runs on the process's main kernel thread. */
 int ma_carrier_main_home(void) MA_HIDDEN;
-
-/* ---- bubbles/regen.c ---- */
-/* Set when a bubble's regeneration is due; drained at scheduling points. */
-extern atomic_int ma_bubble_work_pending MA_HIDDEN;
-void ma_bubble_work(void) MA_HIDDEN;
-/* An idle worker asks the bubble strategy for work (strategies/registry.c): 1 if it made
- * some visible to w. */
-int ma_strategy_vp_idle(struct ma_worker *w) MA_HIDDEN;
-/* t, running on w and marked stray by the strategy, yields: the strategy may move it
- * back (move_req) or clear the mark. */
-void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 
 /* ---- worker.c ---- */
 void ma_worker_kick(struct ma_worker *w) MA_HIDDEN;

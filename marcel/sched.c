@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "ma_bubble.h"
+#include "ma_sync.h"
 #include "ma_hooks.h"
 #include "ma_sanitizer.h"
 #include "ma_signal.h"
@@ -374,7 +374,7 @@ int marcel_yield(void)
 	ma_private_publish_pending(w);
 	ma_timers_poll(w);
 	if (ma_unlikely(atomic_load_explicit(&cur->stray, memory_order_relaxed)))
-		ma_strategy_stray(w, cur);
+		ma_hook_yield(w, cur);
 	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
 			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed) ||
 			atomic_load_explicit(&cur->leave_req, memory_order_relaxed) ||
@@ -574,14 +574,13 @@ void ma_idle_loop(void *from, void *arg)
 		if (atomic_load_explicit(&ma_rt.stopping, memory_order_acquire) && w->vp != 0)
 			return;
 		/* Stealing strategies look for work for this VP here. */
-		if (ma_strategy_vp_idle(w))
+		if (ma_hook_vp_idle(w))
 			continue;
 		/* Counted idle first: a VP waking a private bubble now hands this one a seed.
-		 * Then those keeping private bubbles are asked for work (bubbles/private.c). */
+		 * Then those keeping private work are asked for some. */
 		atomic_fetch_add(&ma_rt.nb_idle, 1);
 		atomic_store_explicit(&w->hungry, 1, memory_order_relaxed);
-		if (ma_private_hunt(w))
-			ma_private_hurry(w);
+		ma_hook_vp_hungry(w);
 		ma_idle_wait(w);
 		atomic_store_explicit(&w->hungry, 0, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&ma_rt.nb_idle, 1, memory_order_relaxed);

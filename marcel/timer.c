@@ -19,6 +19,7 @@
  * (and kicks it) or the watcher's scan sees the new timer.
  */
 #include "ma_sync.h"
+#include "ma_hooks.h"
 
 /* How long past its deadline a busy worker's timer may stay for the watcher. */
 #define MA_TIMER_WATCH_SLACK_NS 100000u
@@ -168,8 +169,7 @@ void ma_timers_run(struct ma_worker *w, uint64_t now)
 	ma_spin_unlock(&w->timer_lock);
 	/* Bubble regeneration cannot run in a callback (it takes holder locks): its timers
 	 * leave the work for here. */
-	if (ma_unlikely(atomic_load_explicit(&ma_bubble_work_pending, memory_order_relaxed)))
-		ma_bubble_work();
+	ma_hook_tick_pending();
 }
 
 void ma_timers_steal(uint64_t now)
@@ -184,8 +184,7 @@ void ma_timers_steal(uint64_t now)
 		ma_timers_fire(w, now);
 		ma_spin_unlock(&w->timer_lock);
 	}
-	if (ma_unlikely(atomic_load_explicit(&ma_bubble_work_pending, memory_order_relaxed)))
-		ma_bubble_work();
+	ma_hook_tick_pending();
 }
 
 /* Everybody's earliest deadline plus the slack (MA_NO_DEADLINE if none). */
