@@ -465,6 +465,11 @@ static double idle_cpu_with(const char *value, const char *topology, unsigned nv
  * each other, not with fixed figures. Not under valgrind, which runs one thread at a
  * time. */
 #define POLL_FACTOR 3.0
+/* Idle CPU time is what the idle workers got of the processors: other processes running
+ * meanwhile (a loaded CI machine) take it from the polling ones and blur a ratio. A
+ * measurement is taken again, up to this many times, before it counts as a failure; a
+ * setting that does not take effect fails every time. */
+#define MEASURE_ATTEMPTS 3
 
 START_TEST(test_good_idle_spin)
 {
@@ -474,7 +479,13 @@ START_TEST(test_good_idle_spin)
 		return;
 	/* It takes effect: workers that sleep at once burn nothing; workers that poll for a
 	 * second never sleep through the 200 ms. */
-	double sleeping = idle_cpu_with("0", NULL, 0), polling = idle_cpu_with("1000000", NULL, 0);
+	double sleeping = 0, polling = 0;
+	for (int attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+		sleeping = idle_cpu_with("0", NULL, 0);
+		polling = idle_cpu_with("1000000", NULL, 0);
+		if (polling > 50 && polling > POLL_FACTOR * sleeping)
+			break;
+	}
 	ck_assert_msg(polling > 50 && polling > POLL_FACTOR * sleeping, "idle CPU time while main slept "
 		      "200 ms: %.1f ms with MARCEL_IDLE_SPIN=0, %.1f ms with 1000000", sleeping, polling);
 }
@@ -487,35 +498,51 @@ START_TEST(test_idle_spin_auto)
 {
 	if (getenv("MA_TEST_VALGRIND"))
 		return;
-	double own = idle_cpu_with(NULL, NULL, 0), fake = idle_cpu_with(NULL, "core:2", 2);
 	clean_env();
 	ck_assert_int_eq(init_capture(NULL, NULL), 0);
 	unsigned units = marcel_nbvps();  /* by default, one VP per core */
 	marcel_end();
-	double wrapped = idle_cpu_with(NULL, NULL, 2 * units);
+	double own = 0, fake = 0, wrapped = 0;
+	for (int attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+		own = idle_cpu_with(NULL, NULL, 0);
+		fake = idle_cpu_with(NULL, "core:2", 2);
+		wrapped = idle_cpu_with(NULL, NULL, 2 * units);
+		if (own > POLL_FACTOR * fake && own > POLL_FACTOR * wrapped)
+			break;
+	}
 	ck_assert_msg(own > POLL_FACTOR * fake && own > POLL_FACTOR * wrapped,
 		      "auto: %.1f ms of idle CPU with a VP per core, %.1f on a synthetic topology, %.1f "
 		      "with %u VPs on %u cores (expected the first many times the others)", own, fake,
 		      wrapped, 2 * units, units);
 
 	/* Shared, then not: each worker follows from its next idle period. */
-	clean_env();
-	ck_assert_int_eq(init_capture(NULL, NULL), 0);
-	ck_assert_int_eq(marcel_set_processors_shared(1), 0);
-	double shared = ma_idle_probe_ms();
-	ck_assert_int_eq(marcel_set_processors_shared(0), 0);
-	double unshared = ma_idle_probe_ms();
-	marcel_end();
+	double shared = 0, unshared = 0;
+	for (int attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+		clean_env();
+		ck_assert_int_eq(init_capture(NULL, NULL), 0);
+		ck_assert_int_eq(marcel_set_processors_shared(1), 0);
+		shared = ma_idle_probe_ms();
+		ck_assert_int_eq(marcel_set_processors_shared(0), 0);
+		unshared = ma_idle_probe_ms();
+		marcel_end();
+		if (unshared > POLL_FACTOR * shared)
+			break;
+	}
 	ck_assert_msg(unshared > POLL_FACTOR * shared, "idle CPU time: %.1f ms shared, %.1f ms no longer "
 		      "shared", shared, unshared);
 	/* A value given in MARCEL_IDLE_SPIN is kept when the processors are shared. */
-	clean_env();
-	setenv("MARCEL_IDLE_SPIN", "2000", 1);
-	ck_assert_int_eq(init_capture(NULL, NULL), 0);
-	ck_assert_int_eq(marcel_set_processors_shared(1), 0);
-	double kept = ma_idle_probe_ms();
-	marcel_end();
-	clean_env();
+	double kept = 0;
+	for (int attempt = 0; attempt < MEASURE_ATTEMPTS; attempt++) {
+		clean_env();
+		setenv("MARCEL_IDLE_SPIN", "2000", 1);
+		ck_assert_int_eq(init_capture(NULL, NULL), 0);
+		ck_assert_int_eq(marcel_set_processors_shared(1), 0);
+		kept = ma_idle_probe_ms();
+		marcel_end();
+		clean_env();
+		if (kept > POLL_FACTOR * shared)
+			break;
+	}
 	ck_assert_msg(kept > POLL_FACTOR * shared, "MARCEL_IDLE_SPIN=2000, shared: %.1f ms of idle CPU (auto, "
 		      "shared: %.1f)", kept, shared);
 }
