@@ -32,18 +32,10 @@ static __attribute__((noinline)) void ma_release_exited(struct ma_worker *w, str
 	ma_end_note_exit();
 }
 
-/* Runs in the context we switched to, on behalf of the one we left (now fully saved). */
-static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
+/* What the context we switched to does on behalf of the one we left (now fully saved):
+ * prev's post step. */
+static inline void ma_finish_post(struct ma_worker *w, struct marcel_task *prev)
 {
-	/* Its bubble is closing and waits for it (regeneration): it is back once queued in
-	 * the bubble, blocked or gone, i.e. after what follows. The count is claimed now,
-	 * while on_cpu still keeps the descriptor ours: once it is cleared, prev may be run
-	 * elsewhere, end and be joined, and its descriptor recycled with leave_req reset
-	 * (a regeneration soak lost a count that way, and its bubble waited for ever). A
-	 * queueing below into that closing bubble's cache then finds nothing to count. */
-	struct ma_holder *back = NULL;
-	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE)
-		back = ma_task_back_claim(prev);
 	switch (prev->post) {
 	case MA_POST_NONE:
 		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
@@ -67,8 +59,29 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		/* Only ever finished by a carrier (carrier.c). */
 		abort();
 	}
+}
+
+/* ma_finish_switch for a thread its unit asked back (regeneration): it is back once
+ * queued in the unit, blocked or gone, i.e. after its post step. The count is claimed
+ * first, while on_cpu still keeps the descriptor ours: once it is cleared, prev may be
+ * run elsewhere, end and be joined, and its descriptor recycled with leave_req reset. A
+ * queueing in the post step into that closing unit's cache then finds nothing to count.
+ * Out of line: a yield must not pay for it in its frame. */
+static __attribute__((noinline)) void ma_finish_switch_back(struct ma_worker *w, struct marcel_task *prev)
+{
+	struct ma_holder *back = ma_task_back_claim(prev);
+	ma_finish_post(w, prev);
 	if (back)
 		ma_hook_unit_back(back);
+}
+
+/* Runs in the context we switched to, on behalf of the one we left. */
+static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
+{
+	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE)
+		ma_finish_switch_back(w, prev);
+	else
+		ma_finish_post(w, prev);
 }
 
 /* Work common to every context resuming after a switch (or starting). */
