@@ -60,11 +60,11 @@ static void ma_bubble_setup_hot(struct ma_bubble *b, struct ma_worker *w)
 	b->nb_members = 0;
 	atomic_init(&b->nb_threads_sub, 0);
 	ma_spin_init(&b->cnt_lock);
-	b->nb_born_threads = 0;
+	b->unit.nb_born = 0;
 	atomic_init(&b->cpu_ended_ns, 0);
 	b->ranges = NULL;
-	atomic_init(&b->private_w, NULL);
-	b->private_woken = 0;
+	atomic_init(&b->unit.private_w, NULL);
+	b->unit.private_woken = 0;
 	b->private_waker = NULL;
 	b->private_rt = 0;
 }
@@ -114,7 +114,7 @@ struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get_raw(pub);
 	/* Acquire: seeing it public, we see what its VP wrote while it was private. */
-	if (b && ma_unlikely(atomic_load_explicit(&b->private_w, memory_order_acquire) != NULL))
+	if (b && ma_unlikely(atomic_load_explicit(&b->unit.private_w, memory_order_acquire) != NULL))
 		ma_bubble_unprivate(b);
 	return b;
 }
@@ -180,10 +180,10 @@ int marcel_bubble_destroy(marcel_bubble_t *pub)
 	if (b == ma_root_bubble)
 		return EBUSY;
 	struct ma_worker *w = ma_worker_self();
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	if (w && o == w) {
 		/* Nobody else has seen it: its members are the seeds it still holds. */
-		if (b->nb_members || b->private_woken)
+		if (b->nb_members || b->unit.private_woken)
 			return EBUSY;
 		ma_private_forget(w, b);
 		b->magic = MA_BUBBLE_DESTROYED;
@@ -453,7 +453,7 @@ static void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit
 	e->explicit_member = (unsigned char)explicit_member;
 	ma_entity_reparent(b, e, 1, NULL);
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
-		b->nb_born_threads++;
+		b->unit.nb_born++;
 }
 
 /* Unlinks e from b (b locked). */
@@ -462,7 +462,7 @@ static void ma_member_del(struct ma_bubble *b, struct ma_entity *e, struct ma_ze
 	ma_list_del(&e->member_node);
 	b->nb_members--;
 	if (e->type == MA_TASK_ENTITY && atomic_load(&ma_task_of_entity(e)->state) == MA_TASK_BORN)
-		b->nb_born_threads--;
+		b->unit.nb_born--;
 	e->explicit_member = 0;
 	ma_entity_reparent(b, e, 0, z);
 }
@@ -758,7 +758,7 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 			t->private_claimed = 0;
 		}
 		/* One being handed to an idle VP starts there once b is placed (private.c). */
-		if (b->nb_born_threads && atomic_load(&t->state) == MA_TASK_BORN && !t->private_handed) {
+		if (b->unit.nb_born && atomic_load(&t->state) == MA_TASK_BORN && !t->private_handed) {
 			if (t->placed) {
 				ma_bubble_start_locked(b, t, NULL);
 			} else {
@@ -847,7 +847,7 @@ int marcel_wake_up_bubble(marcel_bubble_t *pub)
 	if (!ma_rt.running)
 		return EPERM;
 	struct ma_worker *w = ma_worker_self();
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	if (o) {
 		int r = o == w ? ma_private_wake(w, b) : -1;
 		if (r >= 0)
@@ -938,7 +938,7 @@ int marcel_bubble_join(marcel_bubble_t *pub)
 	if (!ma_rt.running)
 		return EPERM;
 	struct ma_worker *w = ma_worker_self();
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	if (o) {
 		if (o == w && ma_private_join(w, b))
 			return 0;
@@ -1117,7 +1117,7 @@ static __attribute__((noinline)) int ma_bubble_adopt_new(struct marcel_task *t, 
 			b = ma_root_bubble;
 	}
 	/* A bubble private to our VP (private.c): named, or the one holding us. */
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	if (o) {
 		if (o == ma_worker_self() && start && ma_private_adopt_fast(o, b, t, named))
 			return 0;
@@ -1176,7 +1176,7 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 	ma_task_born(w, t, pid);
 	/* Into the private bubble of w its attributes name, without a lock, when nobody
 	 * asked w for anything (ma_private_adopt_fast); else ma_bubble_adopt_new. */
-	if (b && start && w && atomic_load_explicit(&b->private_w, memory_order_acquire) == w &&
+	if (b && start && w && atomic_load_explicit(&b->unit.private_w, memory_order_acquire) == w &&
 	    !ma_private_asked(w) && t->seed && !t->placed) {
 		ma_private_add_seed(b, t, 1);
 		return 0;
@@ -1191,7 +1191,7 @@ int ma_bubble_task_start(struct marcel_task *t, int at_end)
 		return EINVAL;
 	/* A bubble private to a VP whose threads still run is theirs to publish
 	 * (private.c). */
-	if (at_end && atomic_load_explicit(&b->private_w, memory_order_acquire))
+	if (at_end && atomic_load_explicit(&b->unit.private_w, memory_order_acquire))
 		return EAGAIN;
 	return ma_bubble_start_task(b, t, NULL, 1);
 }
@@ -1213,7 +1213,7 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	if (!b)
 		return;
 	unsigned long long cpu = ma_task_cpu_ns(t);
-	if (w && atomic_load_explicit(&b->private_w, memory_order_relaxed) == w) {
+	if (w && atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) == w) {
 		ma_private_task_exit(b, t, cpu);
 		return;
 	}

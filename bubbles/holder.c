@@ -246,7 +246,7 @@ void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct m
 void ma_bubble_start_in_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_holder *h)
 {
 	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
-	b->nb_born_threads--;
+	b->unit.nb_born--;
 	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
 }
 
@@ -280,7 +280,7 @@ static void ma_start_born_rec(struct ma_bubble *x)
 		unsigned n = 0;
 		ma_spin_lock(&x->hold.lock);
 		if (x->woken && !x->implicit)
-			for (struct ma_list *l = x->members.next; l != &x->members && x->nb_born_threads && n < BATCH;
+			for (struct ma_list *l = x->members.next; l != &x->members && x->unit.nb_born && n < BATCH;
 			     l = l->next) {
 				struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 				if (m->type == MA_TASK_ENTITY &&

@@ -24,6 +24,7 @@ void ma_bubble_hooks_install(void)
 		.describe = ma_bubble_describe,
 		.publish = ma_private_publish_all,
 		.vp_hungry = ma_private_vp_hungry,
+		.claim_private = ma_private_claim,
 		.vp_idle = ma_strategy_vp_idle,
 		.yield = ma_strategy_stray,
 		.tick = ma_bubble_work,

@@ -36,7 +36,12 @@ enum ma_bubble_status { MA_BUBBLE_CLOSED = 0, MA_BUBBLE_OPENED = 1, MA_BUBBLE_CL
 
 struct ma_bubble {
 	struct ma_entity e;               /* first: a bubble is an entity */
-	struct ma_holder hold;            /* protects everything below unless said otherwise */
+	union {
+		/* What the core reads of it as a holder (private owner, unstarted members). */
+		struct ma_unit unit;
+		struct ma_holder hold;    /* unit.hold: protects everything below unless
+					     said otherwise */
+	};
 	unsigned magic;
 	int id;                           /* the application's (marcel_bubble_setid) */
 	uint64_t uid;                     /* unique, for traces and snapshots */
@@ -62,15 +67,11 @@ struct ma_bubble {
 	ma_spinlock_t cnt_lock;           /* leaf lock: nb_threads_sub and, for a change of parent,
 					     e.natural_holder, so that a count walking up through
 					     this bubble lands on exactly one side of a move */
-	unsigned nb_born_threads;         /* members created but not started (wake starts them) */
 	/* Statistics kept here rather than synthesized. */
 	_Atomic unsigned long long cpu_ended_ns; /* threads of the subtree that ended */
 	struct ma_memrange *ranges;       /* attached memory (stats.c) */
-	/* Private (private.c): the worker whose running threads alone may touch it, NULL
-	 * once public. Set at init, cleared (release) by that worker only. */
-	struct ma_worker *_Atomic private_w;
-	unsigned char private_woken;      /* woken while private: published into the waker's
-					     bubble, or joined by the waker */
+	/* Private (private.c; the owner and the woken flag are in unit): woken while
+	 * private, it is published into its waker's bubble, or joined by its waker. */
 	struct marcel_task *private_waker;
 	unsigned private_rt;              /* ma_runtime_gen when it was made private */
 	/* Everything from here on is set up only when a private bubble is published
@@ -329,31 +330,18 @@ int ma_private_claim(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
  * private.c counterpart does when nobody asked w for anything, and hands over to it
  * otherwise. */
 
-/* Whether w was asked for anything: the fast paths' one check. */
-static inline __attribute__((always_inline)) int ma_private_asked(const struct ma_worker *w)
-{
-	return atomic_load_explicit(&w->publish_req, memory_order_relaxed) ||
-	       atomic_load_explicit(&w->publish_all_req, memory_order_relaxed);
-}
-
 /* New seed t joins b, private to the caller's VP. */
 static inline void ma_private_add_seed(struct ma_bubble *b, struct marcel_task *t, int explicit_member)
 {
 	ma_list_add_tail(&b->members, &t->e.member_node);
 	b->nb_members++;
-	b->nb_born_threads++;
+	b->unit.nb_born++;
 	t->e.explicit_member = (unsigned char)explicit_member;
 	__atomic_store_n(&t->e.natural_holder, &b->hold, __ATOMIC_RELEASE);
 	atomic_store_explicit(&b->nb_threads_sub, atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 }
 
-/* BORN seed t of b, private to the caller's VP, is taken by its joiner. */
-static inline void ma_private_take_seed(struct ma_bubble *b, struct marcel_task *t)
-{
-	b->nb_born_threads--;
-	t->private_claimed = 1;
-}
 
 /* ma_private_adopt. */
 static inline int ma_private_adopt_fast(struct ma_worker *w, struct ma_bubble *b, struct marcel_task *t,
@@ -362,20 +350,6 @@ static inline int ma_private_adopt_fast(struct ma_worker *w, struct ma_bubble *b
 	if (ma_unlikely(ma_private_asked(w) || !t->seed || t->placed))
 		return ma_private_adopt(w, b, t, explicit_member);
 	ma_private_add_seed(b, t, explicit_member);
-	return 1;
-}
-
-/* ma_private_claim. */
-static inline int ma_private_claim_fast(struct ma_worker *w, struct marcel_task *t)
-{
-	struct ma_bubble *b = ma_entity_parent(&t->e);
-	if (!b || atomic_load_explicit(&b->private_w, memory_order_relaxed) != w || !b->private_woken)
-		return 0;
-	if (ma_unlikely(ma_private_asked(w)))
-		return ma_private_claim(w, t);
-	if (atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_BORN)
-		return 0;
-	ma_private_take_seed(b, t);
 	return 1;
 }
 

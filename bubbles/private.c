@@ -7,7 +7,7 @@
  * destroys it; most of the time its own VP runs those seeds (seed.c) and no other VP ever
  * looks at the bubble. Done in the shared tree, that cost a level 29 locked instructions
  * (doc/design.md, "Private bubbles"). So a bubble initialised by a thread running on
- * worker w starts private to w (b->private_w): only code running on w touches it, with
+ * worker w starts private to w (b->unit.private_w): only code running on w touches it, with
  * plain loads and stores. It holds seeds created there; woken there, it is only marked
  * (its seeds run when their joiner takes them, ma_private_claim); joined and destroyed
  * there, it never was in the tree.
@@ -62,7 +62,7 @@ int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b)
 		return 0;
 	w->privates[n] = b;
 	b->private_rt = ma_runtime_gen;
-	atomic_store_explicit(&b->private_w, w, memory_order_relaxed);
+	atomic_store_explicit(&b->unit.private_w, w, memory_order_relaxed);
 	atomic_store_explicit(&w->nb_private, n + 1, memory_order_relaxed);
 	return 1;
 }
@@ -70,9 +70,9 @@ int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b)
 /* b (private) is no longer privately woken: its waker no longer answers for it. */
 static void ma_private_unwake(struct ma_bubble *b)
 {
-	if (b->private_woken)
+	if (b->unit.private_woken)
 		b->private_waker->nb_private_woken--;
-	b->private_woken = 0;
+	b->unit.private_woken = 0;
 	b->private_waker = NULL;
 }
 
@@ -90,12 +90,12 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b)
 			break;
 		}
 	}
-	atomic_store_explicit(&b->private_w, NULL, memory_order_release);
+	atomic_store_explicit(&b->unit.private_w, NULL, memory_order_release);
 }
 
 void ma_bubble_private_reinit(struct ma_bubble *b)
 {
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	/* The storage may hold anything around an old magic number (check_bubbles, run
 	 * without fork, had a return address for o): only a worker of this runtime that made
 	 * b private lists it. The generation rules out an image from an earlier runtime,
@@ -114,7 +114,7 @@ void ma_bubble_private_reinit(struct ma_bubble *b)
 static int ma_private_mine(const struct ma_worker *w, struct ma_bubble *b)
 {
 	return __atomic_load_n(&b->magic, __ATOMIC_RELAXED) == MA_BUBBLE_MAGIC &&
-	       atomic_load_explicit(&b->private_w, memory_order_relaxed) == w;
+	       atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) == w;
 }
 
 /* b, private to w (the caller's VP), becomes public. */
@@ -124,13 +124,13 @@ static void ma_private_publish(struct ma_worker *w, struct ma_bubble *b)
 		return;
 	/* Its VP alone saw it so far: the rest of its set-up (bubble.c). */
 	ma_bubble_complete(b);
-	if (b->private_woken) {
+	if (b->unit.private_woken) {
 		struct marcel_task *waker = b->private_waker;
 		ma_private_unwake(b);
 		/* Still private meanwhile: another VP that wants it waits for the end. */
 		ma_bubble_wake_as(b, waker);
 	}
-	atomic_store_explicit(&b->private_w, NULL, memory_order_release);
+	atomic_store_explicit(&b->unit.private_w, NULL, memory_order_release);
 }
 
 /* Publishes the k oldest private bubbles of w, the caller's VP. Oldest first: a bubble
@@ -171,7 +171,7 @@ static int ma_private_give(struct ma_worker *w, struct ma_worker *to)
 	unsigned n = ma_nb_private(w);
 	for (unsigned k = 0; k < n; k++) {
 		struct ma_bubble *b = w->privates[k];
-		if (!ma_private_mine(w, b) || !b->private_woken || !b->nb_born_threads)
+		if (!ma_private_mine(w, b) || !b->unit.private_woken || !b->unit.nb_born)
 			continue;
 		struct marcel_task *t = NULL;
 		for (struct ma_list *l = b->members.next; l != &b->members && !t; l = l->next) {
@@ -251,7 +251,7 @@ __attribute__((noinline)) static void ma_private_attend(struct ma_worker *w)
 
 void ma_bubble_unprivate(struct ma_bubble *b)
 {
-	struct ma_worker *o = atomic_load_explicit(&b->private_w, memory_order_acquire);
+	struct ma_worker *o = atomic_load_explicit(&b->unit.private_w, memory_order_acquire);
 	if (!o)
 		return;
 	struct ma_worker *w = ma_worker_self();
@@ -266,7 +266,7 @@ void ma_bubble_unprivate(struct ma_bubble *b)
 		ma_preempt_request(o);
 	struct marcel_task *self = w ? w->current : NULL;
 	unsigned rounds = 0;
-	for (unsigned n = 1; atomic_load_explicit(&b->private_w, memory_order_acquire); n++) {
+	for (unsigned n = 1; atomic_load_explicit(&b->unit.private_w, memory_order_acquire); n++) {
 		if (self && !self->is_idle)
 			marcel_yield();
 		else
@@ -343,13 +343,13 @@ static void ma_private_hurry(struct ma_worker *w)
 int ma_private_wake(struct ma_worker *w, struct ma_bubble *b)
 {
 	/* Woken again: the public path starts what was created in it since. */
-	if (b->private_woken)
+	if (b->unit.private_woken)
 		return -1;
 	if (ma_unlikely(w->current->is_idle || !ma_private_ok())) {
 		ma_private_publish_all(w);
 		return -1;
 	}
-	b->private_woken = 1;
+	b->unit.private_woken = 1;
 	b->private_waker = w->current;
 	w->current->nb_private_woken++;
 	/* A VP waiting for work gets the oldest seeds, maybe these. */
@@ -366,7 +366,7 @@ static inline __attribute__((always_inline)) int ma_private_still(struct ma_work
 	if (ma_likely(!ma_private_asked(w)))
 		return 1;
 	ma_private_attend(w);
-	return atomic_load_explicit(&b->private_w, memory_order_relaxed) == w;
+	return atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) == w;
 }
 
 int ma_private_join(struct ma_worker *w, struct ma_bubble *b)
@@ -399,10 +399,10 @@ int ma_private_adopt(struct ma_worker *w, struct ma_bubble *b, struct marcel_tas
 int ma_private_claim(struct ma_worker *w, struct marcel_task *t)
 {
 	struct ma_bubble *b = ma_entity_parent(&t->e);
-	if (!b || atomic_load_explicit(&b->private_w, memory_order_relaxed) != w || !b->private_woken ||
+	if (!b || atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) != w || !b->unit.private_woken ||
 	    !ma_private_still(w, b) || atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_BORN)
 		return 0;
-	ma_private_take_seed(b, t);
+	ma_unit_take_seed(&b->unit, t);
 	return 1;
 }
 
@@ -415,6 +415,6 @@ void ma_private_vp_hungry(struct ma_worker *w)
 void ma_private_before_public(struct ma_worker *w, struct marcel_task *self)
 {
 	struct ma_bubble *p = self ? ma_entity_parent(&self->e) : NULL;
-	if (p && atomic_load_explicit(&p->private_w, memory_order_relaxed) == w)
+	if (p && atomic_load_explicit(&p->unit.private_w, memory_order_relaxed) == w)
 		ma_private_publish_all(w);
 }

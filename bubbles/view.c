@@ -419,7 +419,7 @@ static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *
 	s->n.parent = in ? &in->n : NULL;
 	/* A bubble private to a VP is that VP's alone (private.c): a public one never holds
 	 * one, this only keeps a view from reading one if that ever changes. */
-	if (atomic_load_explicit(&b->private_w, memory_order_relaxed))
+	if (atomic_load_explicit(&b->unit.private_w, memory_order_relaxed))
 		return s;
 	unsigned cap = b->nb_members;
 	const struct ma_vnode **kids = cap ? ma_arena_alloc(rt, cap * sizeof(*kids)) : NULL;

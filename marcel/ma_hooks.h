@@ -33,6 +33,7 @@
  *  publish(w)               | a thread leaves w's processor,    | none
  *                           | marcel_end (w keeps private work) |
  *  vp_hungry(w)             | ma_idle_loop, counted idle        | none
+ *  claim_private(w, t)      | ma_seed_join, w asked to publish  | none
  *  vp_idle(w)               | ma_idle_loop, nothing found       | none
  *  yield(w, t)              | marcel_yield, t marked stray      | none
  *  tick()                   | ma_timers_run/steal, hook_work    | none (timer lock
@@ -106,6 +107,11 @@ struct ma_hooks {
 	/* Idle VP w counted itself idle and is about to sleep: it asks the VPs keeping
 	 * private work for some, and may wait a bounded time for them (never in the kernel). */
 	void (*vp_hungry)(struct ma_worker *w);
+	/* BORN seed t waits in a woken unit private to w, but w was asked to publish (an idle
+	 * VP wants work): takes t for its joiner, who runs it at once (1), or 0 (nothing done,
+	 * or w published everything: t may be READY now). The joiner's fast path, when w
+	 * was not asked, is the core's own (ma_seed_join). */
+	int (*claim_private)(struct ma_worker *w, struct marcel_task *t);
 
 	/* Idle VP w found nothing on its queues: 1 if the strategy made work visible to it
 	 * (w then looks again). Bounded. */
@@ -206,6 +212,11 @@ static inline void ma_private_publish_pending(struct ma_worker *w)
 {
 	if (ma_unlikely(atomic_load_explicit(&w->nb_private, memory_order_relaxed) != 0))
 		ma_hooks.publish(w);
+}
+
+static inline int ma_hook_claim_private(struct ma_worker *w, struct marcel_task *t)
+{
+	return ma_hooks.claim_private(w, t);
 }
 
 static inline void ma_hook_vp_hungry(struct ma_worker *w)

@@ -33,6 +33,23 @@ struct ma_holder {
 	ma_spinlock_t lock;
 };
 
+/* A holder that is not a run queue is a unit of the layer above (a closed bubble); this
+ * is the part of it the core's fast paths read without calling up. A unit may be private
+ * to one worker: only the threads running on that worker touch it, without locks, until
+ * it is published (the layer above does that, through the publish hook, before those
+ * threads let their processor go); the seeds it holds then wait unstarted, and their
+ * joiner takes them (ma_seed_join) with no lock either. */
+struct ma_unit {
+	struct ma_holder hold;
+	/* The worker it is private to, NULL once public. Set when it is made, cleared
+	 * (release) by that worker only. */
+	struct ma_worker *_Atomic private_w;
+	unsigned char private_woken;      /* woken while private (its seeds may be claimed) */
+	unsigned nb_born;                 /* members created but not started (a wake-up or
+					     their joiner starts them); under hold.lock once
+					     public */
+};
+
 struct ma_entity {
 	enum ma_entity_type type;
 	int prio;
@@ -487,6 +504,34 @@ static inline int ma_path_index(const struct ma_worker *w, const struct ma_runqu
 static inline struct marcel_task *ma_task_of_entity(struct ma_entity *e)
 {
 	return ma_container_of(e, struct marcel_task, e);
+}
+
+/* The unit h is (h not a run queue). */
+static inline struct ma_unit *ma_unit_of_holder(struct ma_holder *h)
+{
+	return ma_container_of(h, struct ma_unit, hold);
+}
+
+/* Whether h (an entity's natural holder, NULL: none) is a unit private to w. */
+static inline int ma_holder_private_to(const struct ma_holder *h, const struct ma_worker *w)
+{
+	return h && atomic_load_explicit(&ma_container_of(h, const struct ma_unit, hold)->private_w,
+					 memory_order_relaxed) == w;
+}
+
+/* Whether w was asked to publish its private work (by an idle VP, or all of it): the
+ * private fast paths' one check. */
+static inline __attribute__((always_inline)) int ma_private_asked(const struct ma_worker *w)
+{
+	return atomic_load_explicit(&w->publish_req, memory_order_relaxed) ||
+	       atomic_load_explicit(&w->publish_all_req, memory_order_relaxed);
+}
+
+/* BORN seed t of unit u, private to the caller's VP, is taken by its joiner. */
+static inline void ma_unit_take_seed(struct ma_unit *u, struct marcel_task *t)
+{
+	u->nb_born--;
+	t->private_claimed = 1;
 }
 
 /* ---- runqueue.c ---- */

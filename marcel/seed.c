@@ -17,8 +17,8 @@
  */
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include <pthread.h>
-#include "ma_bubble.h"
 #include "ma_hooks.h"
+#include "ma_sync.h"
 #include "ma_sanitizer.h"
 #include "ma_trace.h"
 
@@ -78,8 +78,7 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
 	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
 	 * one of the two sees the other and counts self back. */
-	struct ma_bubble *sp = ma_entity_parent(&self->e);
-	if (sp && atomic_load_explicit(&sp->private_w, memory_order_relaxed) == w) {
+	if (ma_holder_private_to(__atomic_load_n(&self->e.natural_holder, __ATOMIC_RELAXED), w)) {
 		/* No gather can reach a bubble private to this VP (bubbles/private.c); one that
 		 * comes after it is published finds the flag through the publication. */
 		atomic_store_explicit(&self->hosts_seed, 1, memory_order_relaxed);
@@ -133,8 +132,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
 	 * it is expected, as a woken thread would, instead of running outside its unit. A
 	 * bubble private to this VP was neither (bubbles/private.c). */
-	struct ma_bubble *sp = ma_entity_parent(&self->e);
-	if (ma_unlikely((!sp || atomic_load_explicit(&sp->private_w, memory_order_relaxed) != w) &&
+	if (ma_unlikely(!ma_holder_private_to(__atomic_load_n(&self->e.natural_holder, __ATOMIC_RELAXED), w) &&
 			!ma_task_still_ours(w, self))) {
 		self->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, self);
@@ -156,6 +154,25 @@ static __attribute__((noinline)) any_t ma_seed_call(struct marcel_task *t, struc
 	return run->retval;
 }
 
+/* Whether joiner's worker w takes BORN seed t out of a woken unit private to w, with no
+ * lock (nobody else may touch that unit); when w was asked to publish, the layer above
+ * decides (claim_private). */
+static inline int ma_seed_claim_private(struct ma_worker *w, struct marcel_task *t)
+{
+	struct ma_holder *h = __atomic_load_n(&t->e.natural_holder, __ATOMIC_RELAXED);
+	if (!ma_holder_private_to(h, w))
+		return 0;
+	struct ma_unit *u = ma_unit_of_holder(h);
+	if (!u->private_woken)
+		return 0;
+	if (ma_unlikely(ma_private_asked(w)))
+		return ma_hook_claim_private(w, t);
+	if (atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_BORN)
+		return 0;
+	ma_unit_take_seed(u, t);
+	return 1;
+}
+
 int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 {
 	struct ma_worker *w = ma_worker_self();
@@ -170,7 +187,7 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);
 	/* In a bubble private to this VP (bubbles/private.c): ours without a lock. Else it
 	 * must have been started (READY); publishing private bubbles may just have done so. */
-	if (st == MA_TASK_BORN && ma_private_claim_fast(w, t))
+	if (st == MA_TASK_BORN && ma_seed_claim_private(w, t))
 		goto run;
 	if (st == MA_TASK_BORN)
 		st = atomic_load_explicit(&t->state, memory_order_acquire);

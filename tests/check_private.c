@@ -341,13 +341,13 @@ START_TEST(test_published_on_garbage)
 	memset(&pub, 0xa5, sizeof(pub));
 	struct ma_bubble *b = (struct ma_bubble *)(void *)&pub;
 	NP(ck_assert_int_eq(marcel_bubble_init(&pub), 0));
-	NP(ck_assert_ptr_nonnull(atomic_load(&b->private_w)));
+	NP(ck_assert_ptr_nonnull(atomic_load(&b->unit.private_w)));
 	marcel_attr_t a = seed_in(&pub);
 	struct seen s;
 	marcel_t t;
 	NP(ck_assert_int_eq(marcel_create(&t, &a, record, &s), 0));
 	NP(ck_assert_int_eq(marcel_bubble_setid(&pub, 7), 0));
-	NP(ck_assert_ptr_null(atomic_load(&b->private_w)));
+	NP(ck_assert_ptr_null(atomic_load(&b->unit.private_w)));
 	NP(ck_assert_int_eq(marcel_bubble_getid(&pub), 7));
 	NP(ck_assert_ptr_eq(b->cache.next, &b->cache));
 	NP(ck_assert_ptr_eq(b->cache.prev, &b->cache));
