@@ -76,6 +76,9 @@ enum marcel_bubble_status {
 int marcel_bubble_init(marcel_bubble_t *b);
 
 /** Releases @p b's resources. The bubble must be empty and not inserted in another bubble.
+ * Children bubbles (marcel_bubble_children()) of threads that ended are let go of by the
+ * runtime; destroy waits for those that are being let go of as it is called, so a destroy
+ * right after marcel_bubble_join() succeeds.
  * @return 0; EINVAL if @p b is NULL, not initialised or a children bubble
  * (marcel_bubble_children(): it goes with its thread); EBUSY if it still holds entities,
  * is inserted in a bubble (remove it first), or is marcel_root_bubble. */
