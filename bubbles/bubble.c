@@ -26,9 +26,9 @@ static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e);
  * Setting a bubble up comes in two parts (ma_bubble.h, struct ma_bubble): the fields a
  * private bubble uses, and the rest, which waits until the bubble is published (most
  * private bubbles never are). The first part stores field by field, without a memset:
- * compilers expand a memset of this size into `rep stos`, which costs 13 ns to start on
- * the AMD EPYC machine of 2026-11-28, a tenth of a level of a fine-grained recursion
- * (doc/design.md, "Spawn cost"). Its magic number is left to the caller.
+ * compilers expand a memset of this size into `rep stos`, whose start-up cost is a
+ * visible share of a level of a fine-grained recursion (doc/design.md, "Spawn cost").
+ * Its magic number is left to the caller.
  */
 static void ma_bubble_setup_hot(struct ma_bubble *b, struct ma_worker *w)
 {

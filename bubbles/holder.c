@@ -512,8 +512,8 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 	 * queued by the first of its threads that gets ready, and a VP may burst it at once;
 	 * the threads still to come from b's cache would then land, still targeting what
 	 * that burst retargeted them to, in the cache of an opened bubble that nobody serves
-	 * (nested recursions under burst hung so, about 1 run in 40 on 16 VPs). Until then
-	 * a thread getting ready in it joins its cache without queuing it. */
+	 * (doc/design.md, "A burst placed sub-bubbles before their caches were complete").
+	 * Until then a thread getting ready in it joins its cache without queuing it. */
 	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
 		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
 		if (m->type == MA_TASK_ENTITY) {
@@ -876,8 +876,7 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 	/* Queued, b cannot be destroyed yet (a destroy needs it unplaced, which takes rq's
 	 * lock); once rq is unlocked its last thread may end and its joiner destroy it and
 	 * reuse the storage (a bubble on a stack) while we burst or move it: the reference
-	 * makes marcel_bubble_destroy wait. ThreadSanitizer caught the move reading a
-	 * destroyed stack bubble; under gang, bursts of one made workers spin for ever. */
+	 * makes marcel_bubble_destroy wait (doc/design.md, "Bubbles and holders"). */
 	ma_bubble_ref(b);
 	ma_spin_unlock(&rq->hold.lock);
 	if (what == MA_PICK_BURST)

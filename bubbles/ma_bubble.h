@@ -325,10 +325,9 @@ int ma_private_adopt(struct ma_worker *w, struct ma_bubble *b, struct marcel_tas
 int ma_private_claim(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 
 /* The fast paths of a recursion's level, inline: a level takes each once or twice, and
- * with the calls across files (these and the task pool's, ids, exit) a spawn took 11%
- * longer (sumtime on one VP, 2026-11-28: 76 ns against 68). Each does what its
- * private.c counterpart does when nobody asked w for anything, and hands over to it
- * otherwise. */
+ * calls across files are a visible share of a spawn (doc/design.md, "Spawn cost"). Each
+ * does what its private.c counterpart does when nobody asked w for anything, and hands
+ * over to it otherwise. */
 
 /* New seed t joins b, private to the caller's VP. */
 static inline void ma_private_add_seed(struct ma_bubble *b, struct marcel_task *t, int explicit_member)

@@ -14,9 +14,9 @@ int ma_copy_name(char *buf, size_t n, const char *name)
 }
 
 /* Programs copy attributes by value, a fork-join recursion once per level (the examples'
- * nested_fork2). Up to 256 bytes, compilers copy with a few vector moves; above, GCC
- * uses `rep movsq`, which cost a level 12 ns on the AMD EPYC machine of 2026-11-28
- * (doc/design.md, "Spawn cost"). */
+ * nested_fork2). Up to 256 bytes, compilers copy with a few vector moves; above, GCC uses
+ * `rep movsq`, whose start-up cost is a visible share of a level (doc/design.md, "Spawn
+ * cost", for the measurement). */
 _Static_assert(sizeof(marcel_attr_t) <= 256, "marcel_attr_t grew past 256 bytes: copies become rep movs");
 
 static int ma_attr_ok(const marcel_attr_t *attr)

@@ -169,8 +169,8 @@ static void ma_gang_heartbeat(void)
 	}
 	/* Beating while any gang is woken, even an empty one: a gang woken before its
 	 * members were inserted is submitted empty, and nothing submits it again when they
-	 * come (their threads only fill its cache); without a beat it never ran, and its
-	 * threads waited for ever (check_seeds' nested sum under gang, 1 run in 3 with TSan). */
+	 * come (their threads only fill its cache): only a beat runs it (doc/design.md,
+	 * "gang: a gang woken empty never ran"). */
 	int idle = !g && sc.waiting, busy = g || sc.waiting || sc.woken;
 	ma_spin_unlock(&ma_gang_lock);
 	/* Once all its threads are back, the core submits it: that starts the next. */
