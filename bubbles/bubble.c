@@ -152,8 +152,7 @@ static void ma_wait_freeing_members(struct ma_bubble *b)
 	for (;;) {
 		int going = 0;
 		ma_spin_lock(&b->hold.lock);
-		for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-			struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
+		ma_list_for_each_entry(struct ma_entity, e, &b->members, member_node) {
 			if (e->type != MA_BUBBLE_ENTITY) {
 				going = 0;
 				break;
@@ -700,8 +699,7 @@ static void ma_mark_woken(struct ma_bubble *x)
 {
 	ma_spin_lock(&x->hold.lock);
 	x->woken = 1;
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
 		if (m->type == MA_BUBBLE_ENTITY)
 			ma_mark_woken(ma_bubble_of_entity(m));
 	}
@@ -742,8 +740,9 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 	 * (ma_bubble_holder_for_member, a walk up the tree) is read once per pass. */
 	wp->own |= b->e.sched_holder || b->queued || !ma_list_empty(&b->cache);
 	struct ma_holder *h = NULL;
-	for (struct ma_list *l = b->members.next; l != &b->members && wp->n < MA_WAKE_BATCH; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
+		if (wp->n >= MA_WAKE_BATCH)
+			break;
 		if (m->type == MA_BUBBLE_ENTITY) {
 			wp->subs = 1;
 			return;
@@ -1289,8 +1288,7 @@ marcel_bubble_t *marcel_bubble_holding_bubble(marcel_bubble_t *pub)
 static unsigned ma_bubble_count_threads(struct ma_bubble *b)
 {
 	unsigned n = 0;
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		n += m->type == MA_TASK_ENTITY ? 1 : ma_bubble_count_threads(ma_bubble_of_entity(m));
 	}
 	return n;

@@ -296,8 +296,7 @@ static void ma_start_born_rec(struct ma_bubble *x)
 			break;
 	}
 	ma_spin_lock(&x->hold.lock);
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
 		if (m->type == MA_BUBBLE_ENTITY) {
 			ma_spin_unlock(&x->hold.lock);
 			ma_start_born_rec(ma_bubble_of_entity(m));
@@ -425,8 +424,7 @@ int ma_bubble_unplace_seen(struct ma_bubble *b, const struct ma_seen *s)
  * (holders are locked along the walk: `from` and x and the bubbles above x). */
 static void ma_retarget_rec(struct ma_bubble *x, struct ma_holder *from, struct ma_holder *to)
 {
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			if (m->sched_holder == from)
 				__atomic_store_n(&m->sched_holder, to, __ATOMIC_RELEASE);
@@ -514,8 +512,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 	 * that burst retargeted them to, in the cache of an opened bubble that nobody serves
 	 * (doc/design.md, "A burst placed sub-bubbles before their caches were complete").
 	 * Until then a thread getting ready in it joins its cache without queuing it. */
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			if (m->sched_holder == &b->hold)
 				__atomic_store_n(&m->sched_holder, &rq->hold, __ATOMIC_RELEASE);
@@ -550,8 +547,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 		ma_spin_unlock(&s->hold.lock);
 	}
 	/* Placed and queued only now that their caches are complete (see above). */
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		if (m->type != MA_BUBBLE_ENTITY)
 			continue;
 		struct ma_bubble *s = ma_bubble_of_entity(m);
@@ -618,8 +614,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
  * locked). */
 static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_backs *bk)
 {
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
 		if (m->type == MA_BUBBLE_ENTITY) {
 			struct ma_bubble *s = ma_bubble_of_entity(m);
 			ma_spin_lock(&s->hold.lock);

@@ -191,8 +191,7 @@ static int ma_snap_bubble(struct ma_snap *c, struct ma_bubble *b, int parent, in
 		memory += (long long)m->len;
 	int votes_best = 0;
 	int *votes = calloc(ma_rt.nb_vps, sizeof(int));
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		unsigned child = c->s->nb_entities;
 		if (m->type == MA_TASK_ENTITY) {
 			ma_snap_thread(c, ma_task_of_entity(m), idx, depth + 1);

@@ -29,8 +29,7 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 			for (unsigned n = 0; n < r->node_bytes_len && n < ma_rt.topo.nb_numa; n++)
 				node_bytes[n] += r->node_bytes[n];
 	}
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			struct marcel_task *t = ma_task_of_entity(m);
 			ma_task_stats(t, &sub);

@@ -170,8 +170,7 @@ static unsigned ma_queue_ready_locked(struct ma_runqueue *rq)
 {
 	unsigned n = 0;
 	for (int p = 0; p < MA_MAX_PRIO; p++)
-		for (struct ma_list *l = rq->queue[p].next; l != &rq->queue[p]; l = l->next) {
-			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+		ma_list_for_each_entry(struct ma_entity, e, &rq->queue[p], run_node) {
 			if (e->type == MA_TASK_ENTITY) {
 				n++;
 				continue;
@@ -428,8 +427,9 @@ static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *
 	unsigned k = 0;
 	double load = 0;
 	int vp = -1;
-	for (struct ma_list *l = b->members.next; l != &b->members && k < cap; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
+		if (k >= cap)
+			break;
 		struct ma_vslot *c;
 		if (m->type == MA_TASK_ENTITY) {
 			c = ma_slot_new(rt, m, b);
@@ -557,8 +557,7 @@ static unsigned ma_view_waiting_locked(struct ma_view_rt *rt, struct ma_runqueue
 {
 	unsigned ready = 0, taken = 0;
 	for (int p = 0; p < MA_MAX_PRIO; p++)
-		for (struct ma_list *l = rq->queue[p].next; l != &rq->queue[p]; l = l->next) {
-			struct ma_entity *e = ma_container_of(l, struct ma_entity, run_node);
+		ma_list_for_each_entry(struct ma_entity, e, &rq->queue[p], run_node) {
 			if (e->type == MA_TASK_ENTITY) {
 				ready++;
 				if (!collect || taken == MA_VIEW_WAITING_MAX)
@@ -636,8 +635,7 @@ unsigned ma_bubble_threads_locked(struct ma_bubble *b)
 		return n > 0 ? (unsigned)n : 0;
 	}
 	unsigned n = 0;
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			int s = atomic_load_explicit(&ma_task_of_entity(m)->state, memory_order_relaxed);
 			n += s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;

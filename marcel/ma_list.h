@@ -1,4 +1,5 @@
-/* Intrusive circular doubly-linked list (the run queues' per-priority FIFOs). */
+/* Intrusive circular doubly-linked list (run queues' per-priority FIFOs, bubble members,
+ * caches, wait queues). */
 #ifndef MA_LIST_H
 #define MA_LIST_H
 
@@ -34,5 +35,21 @@ static inline void ma_list_del(struct ma_list *n)
 	n->next->prev = n->prev;
 	n->next = n->prev = n;
 }
+
+/* Walks list head's entries, declaring pos (a `type *`, in scope in the loop only) to point
+ * to each in turn; `member` is the field of type that links them. The list must not change
+ * during the walk but by the _safe form's deletion of the current entry; a walk that
+ * stops early breaks out of the loop. */
+#define ma_list_for_each_entry(type, pos, head, member)                                    \
+	for (type *pos = ma_container_of((head)->next, type, member); &pos->member != (head); \
+	     pos = ma_container_of(pos->member.next, type, member))
+
+/* The same, where the body may delete (or move elsewhere) the current entry: the next one
+ * is read before the body runs. */
+#define ma_list_for_each_entry_safe(type, pos, head, member)                               \
+	for (type *pos = ma_container_of((head)->next, type, member),                       \
+		  *pos##_next = ma_container_of(pos->member.next, type, member);                \
+	     &pos->member != (head);                                                          \
+	     pos = pos##_next, pos##_next = ma_container_of(pos##_next->member.next, type, member))
 
 #endif
