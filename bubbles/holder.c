@@ -808,9 +808,7 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 	 * own already, and nothing targets u any more). */
 	if (atomic_load(&b->status) == MA_BUBBLE_CLOSED && !b->e.sched_holder) {
 		ma_retarget_rec(b, &u->hold, &b->hold);
-		for (struct ma_list *l = u->cache.next; l != &u->cache;) {
-			struct ma_entity *c = ma_container_of(l, struct ma_entity, run_node);
-			l = l->next;
+		ma_list_for_each_entry_safe(struct ma_entity, c, &u->cache, run_node) {
 			struct ma_bubble *cp = ma_entity_parent(c);
 			if (!cp || !ma_bubble_is_within(cp, b))
 				continue;

@@ -257,9 +257,9 @@ unsigned ma_fwake(const void *key, unsigned n)
 	struct ma_fnode *first = NULL, **last = &first;
 	unsigned count = 0;
 	ma_fbucket_lock(b);
-	for (struct ma_list *l = b->list.next; l != &b->list && count < n;) {
-		struct ma_fnode *f = ma_container_of(l, struct ma_fnode, link);
-		l = l->next;
+	ma_list_for_each_entry_safe(struct ma_fnode, f, &b->list, link) {
+		if (count >= n)
+			break;
 		if (f->key != key)
 			continue;
 		ma_list_del(&f->link);
