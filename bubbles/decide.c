@@ -326,9 +326,7 @@ static int ma_exec_steal(struct ma_vslot *s, const struct ma_decision *d, struct
 #define MA_WAKE_GAP_NS 200000u
 static _Atomic uint64_t ma_wake_last;
 
-/* Wakes the nearest sleeping VP that does not look at rq (ma_sl_kick_outside): 1 if one
- * was woken. */
-static int ma_wake_outside(const struct ma_runqueue *rq)
+int ma_wake_outside(const struct ma_runqueue *rq)
 {
 	uint64_t now = ma_clock_ns(), last = atomic_load_explicit(&ma_wake_last, memory_order_relaxed);
 	if (now - last < MA_WAKE_GAP_NS ||

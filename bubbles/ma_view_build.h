@@ -77,6 +77,15 @@ unsigned long ma_view_load_now(int q, const struct ma_worker *self) MA_HIDDEN;
  * sub-bubbles are only try-locked: a busy one counts one thread). A bubble that keeps a
  * count answers from it, in O(1) (it then counts threads not started too). */
 unsigned ma_bubble_threads_locked(struct ma_bubble *b) MA_HIDDEN;
+/* Wakes one sleeping VP that does not look at rq, the nearest first, so that it comes to
+ * take rq's overloaded subtree's work; at most one every few hundred microseconds, for
+ * every caller together. Takes no lock: may be called from find_next's bubble branch.
+ * 1 if one was woken. */
+int ma_wake_outside(const struct ma_runqueue *rq) MA_HIDDEN;
+/* Work visible below rq: entities queued or incoming on its items and its VPs' queues,
+ * plus its busy VPs (the measure burst pulls bubbles down by). A VP's own queue: its
+ * queued entities plus 1 if its VP is busy. */
+unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq) MA_HIDDEN;
 
 /* What the builder keeps of each node, beside what the strategy sees (the executor's
  * side). */

@@ -698,8 +698,8 @@ unsigned long ma_view_load_now(int q, const struct ma_worker *self)
 
 /* ---- the pick view ---- */
 
-/* ma_rq_subtree_load's measure (strategies/common.c), which burst pulls bubbles down by:
- * entities queued or incoming on every item below l, then its VPs' queues and busy VPs. */
+/* Entities queued or incoming on every item below l (ma_rq_subtree_load adds its VPs'
+ * queues and busy VPs). */
 static unsigned long ma_item_work(const struct ma_level *l)
 {
 	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
@@ -710,8 +710,13 @@ static unsigned long ma_item_work(const struct ma_level *l)
 	return n;
 }
 
-static unsigned long ma_rq_work(const struct ma_runqueue *rq)
+unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 {
+	if (rq->vp >= 0) {
+		const struct ma_worker *w = &ma_rt.workers[rq->vp];
+		return __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
+	}
 	const struct ma_level *l = rq->level;
 	unsigned long n = ma_item_work(l);
 	for (unsigned v = l->first_vp; v < l->first_vp + l->nb_vps && v < ma_rt.nb_vps; v++) {
@@ -770,7 +775,7 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 		pv->kids[pv->nb_kids++] = (struct ma_pick_kid){
 			.item = (int)c->id,
 			.nb_vps = c->nb_vps,
-			.work = ma_rq_work(crq),
+			.work = ma_rq_subtree_load(crq),
 			.mine = w && ma_path_index(w, crq) >= 0,
 		};
 	}

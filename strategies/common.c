@@ -1,5 +1,6 @@
 /* What several strategies need: levels seen from a VP, and load below a run queue. */
 #include "ma_strategies.h"
+#include "ma_view_build.h"
 
 struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind)
 {
@@ -25,37 +26,6 @@ unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, 
 			out[n++] = &ma_rt.rqs[c->id];
 	}
 	return n;
-}
-
-static unsigned long ma_item_load(const struct ma_level *l)
-{
-	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
-	unsigned long load = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
-			     (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
-	for (unsigned i = 0; i < l->arity; i++)
-		load += ma_item_load(l->children[i]);
-	return load;
-}
-
-unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
-{
-	if (rq->vp >= 0) {
-		const struct ma_worker *w = &ma_rt.workers[rq->vp];
-		return __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
-		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
-	}
-	unsigned long load = ma_item_load(rq->level);
-	for (unsigned v = rq->level->first_vp; v < rq->level->first_vp + rq->level->nb_vps && v < ma_rt.nb_vps; v++) {
-		const struct ma_worker *w = &ma_rt.workers[v];
-		load += __atomic_load_n(&w->rq.nr_ready, __ATOMIC_RELAXED);
-		/* A busy VP runs one thread: that is load too. Acquire: cur may be a seed that
-		 * VP has just begun to run inline, created by yet another VP (seed.c stores
-		 * current with release), and its is_idle is read. */
-		const struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_ACQUIRE);
-		load += atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
-			!cur->is_idle;
-	}
-	return load;
 }
 
 struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer)

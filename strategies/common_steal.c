@@ -184,38 +184,6 @@ unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *s
 
 /* ---- waking a thief ---- */
 
-/* Kicks apart: a thief that finds nothing goes back to sleep, so waking one per event
- * would cost a futex round trip per yield of an overloaded subtree. */
-#define MA_SL_KICK_GAP_NS 200000u
-static _Atomic uint64_t ma_sl_last_kick;
-
-int ma_sl_kick_outside(const struct ma_runqueue *rq)
-{
-	uint64_t now = ma_clock_ns(), last = atomic_load_explicit(&ma_sl_last_kick, memory_order_relaxed);
-	if (now - last < MA_SL_KICK_GAP_NS ||
-	    !atomic_compare_exchange_strong_explicit(&ma_sl_last_kick, &last, now, memory_order_relaxed,
-						     memory_order_relaxed))
-		return 0;
-	for (const struct ma_runqueue *a = rq->father; a; a = a->father) {
-		unsigned lo, hi;
-		ma_sl_range(a, &lo, &hi);
-		for (unsigned v = lo; v < hi; v++) {
-			struct ma_worker *o = &ma_rt.workers[v];
-			int s = MA_WORKER_SLEEPING;
-			if (ma_sl_sees(rq, v) || !ma_sl_sees(a, v) ||
-			    atomic_load_explicit(&o->disabled, memory_order_relaxed) ||
-			    atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
-				continue;
-			/* The same claim as ma_wake_idle_worker: only the claimer kicks. */
-			if (atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_WAKING)) {
-				ma_worker_kick(o);
-				return 1;
-			}
-		}
-	}
-	return 0;
-}
-
 int ma_sl_has_idle(const struct ma_runqueue *rq)
 {
 	unsigned lo, hi;
@@ -272,38 +240,6 @@ void ma_sl_clock_stop(struct ma_sl_clock *c)
 
 /* ---- stealing ---- */
 
-unsigned ma_sl_threads_locked(struct ma_bubble *b)
-{
-	/* A counted bubble keeps its subtree's count (for joins): it also counts threads
-	 * created and not started, which a woken bubble hardly has. Walking instead costs
-	 * the whole subtree on every steal attempt: with a deep recursion of nested bubbles
-	 * (examples/sumtime without seeds) idle VPs spent 70% of the time here. The count
-	 * is exact only up to nb_vps + 2 (bubble.c): every comparison made with it here and
-	 * in steal.c is against at most nb_vps + 1, or takes the larger of it and the exact
-	 * nb_cached. */
-	if (b->counted) {
-		long n = atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed);
-		return n > 0 ? (unsigned)n : 0;
-	}
-	unsigned n = 0;
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m->type == MA_TASK_ENTITY) {
-			int s = atomic_load_explicit(&ma_task_of_entity(m)->state, memory_order_relaxed);
-			n += s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;
-			continue;
-		}
-		struct ma_bubble *sb = ma_bubble_of_entity(m);
-		if (!ma_spin_trylock(&sb->hold.lock)) {
-			n++;
-			continue;
-		}
-		n += ma_sl_threads_locked(sb);
-		ma_spin_unlock(&sb->hold.lock);
-	}
-	return n;
-}
-
 int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg)
 {
 	if (from == to || !__atomic_load_n(&from->nr_ready, __ATOMIC_RELAXED))
@@ -321,7 +257,7 @@ int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_ac
 			int ok = atomic_load(&b->status) == MA_BUBBLE_CLOSED && b->fixed_item < 0 &&
 				 b->e.sched_holder == &from->hold && b->queued && !ma_list_empty(&b->cache);
 			if (ok) {
-				unsigned threads = ma_sl_threads_locked(b);
+				unsigned threads = ma_bubble_threads_locked(b);
 				ok = accept(threads > b->nb_cached ? threads : b->nb_cached, b->nb_cached, arg);
 			}
 			if (!ok) {

@@ -9,6 +9,9 @@
 #define MA_COMMON_STEAL_H
 
 #include "ma_strategies.h"
+/* ma_bubble_threads_locked, ma_wake_outside, ma_rq_subtree_load: the bubble layer's,
+ * shared with its view builder and decision executor. */
+#include "ma_view_build.h"
 
 /* Number of VPs whose find_next looks at rq. */
 unsigned ma_sl_nb_vps(const struct ma_runqueue *rq) MA_HIDDEN;
@@ -37,17 +40,8 @@ unsigned long ma_sl_load(const struct ma_runqueue *rq, const struct ma_worker *s
  * locked one at a time; for idle VPs and placement decisions, not for hot paths). */
 unsigned long ma_sl_load_exact(struct ma_runqueue *rq, const struct ma_worker *self) MA_HIDDEN;
 
-/* Wakes one sleeping VP that does not look at rq, the nearest first, so that it comes
- * to steal from rq's overloaded subtree; at most one every few hundred microseconds.
- * Takes no lock: may be called from a sched hook. 1 if one was woken. */
-int ma_sl_kick_outside(const struct ma_runqueue *rq) MA_HIDDEN;
 /* Whether a VP that looks at rq is idle (polling or asleep): it will take rq's work. */
 int ma_sl_has_idle(const struct ma_runqueue *rq) MA_HIDDEN;
-
-/* Threads of bubble b's subtree, alive (and, when b keeps no count, started); b is
- * locked, maybe on a locked queue, so sub-bubbles are only try-locked: one that is busy
- * counts as one thread. O(1) for bubbles that keep a count (ma_bubble.h, counted). */
-unsigned ma_sl_threads_locked(struct ma_bubble *b) MA_HIDDEN;
 
 /* Decides whether to take an entity of `threads` threads (whose `visible` ready threads
  * are counted in the victim's load). */

@@ -77,12 +77,12 @@ static void ma_steal_submit(struct ma_bubble *b)
 	/* Read before it is placed: once queued, a VP may burst it at once. */
 	struct ma_runqueue *rq = ma_steal_home(b);
 	ma_spin_lock(&b->hold.lock);
-	long long n = ma_sl_threads_locked(b);
+	long long n = ma_bubble_threads_locked(b);
 	ma_spin_unlock(&b->hold.lock);
 	ma_bubble_place(b, rq);
 	/* b counts once in the queue's load; its other threads come on top. */
 	if ((long long)ma_sl_load(rq, NULL) + n - 1 > (long long)ma_sl_nb_vps(rq))
-		ma_sl_kick_outside(rq);
+		ma_wake_outside(rq);
 	ma_sl_clock_arm(&ma_steal_clock);
 }
 
@@ -124,7 +124,7 @@ static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, 
 	int threads = 0;
 	for (struct ma_list *l = b->members.next; l != &b->members && !threads; l = l->next)
 		threads = ma_container_of(l, struct ma_entity, member_node)->type == MA_TASK_ENTITY;
-	long long n = threads ? ma_sl_threads_locked(b) : 0;
+	long long n = threads ? ma_bubble_threads_locked(b) : 0;
 	ma_spin_unlock(&b->hold.lock);
 	/* Only sub-bubbles: bursting exposes them, still closed, to thieves. */
 	if (!threads)
@@ -137,7 +137,7 @@ static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, 
 	if (queued <= 1 && !ma_steal_sibling_here(b, rq) && (n + others <= vps || n > vps))
 		return MA_PICK_BURST;
 	if (n + others > vps)
-		ma_sl_kick_outside(rq);
+		ma_wake_outside(rq);
 	return MA_PICK_SERVE;
 }
 
@@ -236,7 +236,7 @@ static int ma_steal_vp_idle(struct ma_worker *w)
 			if (ma_steal_from(w, mine, S, &c)) {
 				/* Chain: the next idle VP comes for what is left. */
 				if (ma_sl_load(S, NULL) > ma_sl_nb_vps(S))
-					ma_sl_kick_outside(S);
+					ma_wake_outside(S);
 				return 1;
 			}
 		}
@@ -303,7 +303,7 @@ static void ma_steal_heartbeat(void)
 		else if (!since)
 			since = now;
 		else if (!kicked)
-			kicked = ma_sl_kick_outside(q);
+			kicked = ma_wake_outside(q);
 		atomic_store_explicit(&ma_steal_starving[i], since, memory_order_relaxed);
 	}
 	if (ma_steal_anyone_busy())
