@@ -19,9 +19,8 @@
  * hold.lock and is never taken under it: timer callbacks take bubble locks under their
  * timer lock, which arming and cancelling take.
  * find_next, which holds a run queue when it meets a bubble, only try-locks the bubble
- * and otherwise starts again in order. An entity's sched_holder changes only under the
- * lock of the holder it names; whoever queues an entity locks the holder it read and
- * checks it again (ma_entity_enqueue).
+ * and otherwise starts again in order. How sched_holder changes and is read is the
+ * core's protocol (marcel/runqueue.c).
  */
 #ifndef MA_BUBBLE_H
 #define MA_BUBBLE_H
