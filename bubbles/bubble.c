@@ -1521,4 +1521,6 @@ void ma_bubbles_stop(void)
 	}
 	r->magic = 0;
 	ma_bubble_hooks_remove();
+	/* Every worker has stopped: no hook of a strategy no longer in use can run. */
+	ma_strategy_reclaim();
 }

@@ -827,13 +827,16 @@ void ma_bubble_detach_from_unit(struct ma_bubble *b)
 struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e)
 {
 	struct ma_bubble *b = ma_bubble_of_entity(e);
-	const struct ma_strategy *s = ma_strategy();
+	const struct ma_strategy_use *u = ma_strategy_current();
+	const struct ma_strategy *s = u ? u->s : NULL;
 	struct ma_runqueue *to = NULL;
 	enum ma_pick what = MA_PICK_SERVE;
 	if (b->fixed_item >= 0)
 		what = MA_PICK_BURST;
 	else if (s && s->sched)
 		what = s->sched(w, rq, b, &to);
+	else if (s && s->decide_pick)
+		what = ma_strategy_pick(u, w, rq, b, &to);
 	if (what == MA_PICK_SERVE) {
 		if (!ma_spin_trylock(&b->hold.lock)) {
 			ma_spin_unlock(&rq->hold.lock);

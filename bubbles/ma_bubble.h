@@ -15,6 +15,8 @@
  *
  * Locking. One lock per holder. Order: bubble locks before run-queue locks; among
  * bubbles, ancestor first; among run queues, higher level first, then lower index.
+ * The strategy lock (strategy.c: changes of strategy and its serialised hooks, which
+ * build views and carry decisions out) comes before all of them and the tree lock.
  * A bubble's regen_lock (arming and cancelling its regeneration timer) comes before its
  * hold.lock and is never taken under it: timer callbacks take bubble locks under their
  * timer lock, which arming and cancelling take.
@@ -404,6 +406,10 @@ void ma_bubble_regen_close(struct ma_bubble *b) MA_HIDDEN;
 int ma_bubble_regen_close_locked(struct ma_bubble *b) MA_HIDDEN;
 /* Regenerates b now: gather, then re-submit when every thread is back. */
 int ma_bubble_regenerate(struct ma_bubble *b) MA_HIDDEN;
+/* b's period expired and the strategy has no tick of its own: regenerates b if that is
+ * worth it now (its own period, or an idle VP while work waits), else looks again one
+ * period later. */
+void ma_bubble_regen_due(struct ma_bubble *b) MA_HIDDEN;
 
 /* ---- stats.c ---- */
 struct ma_stats {

@@ -3,14 +3,48 @@
  * through which bubbles/ and the core call it. The strategies themselves and their
  * registry live above, in strategies/; bubbles/ never names one of them.
  *
- * A strategy decides; bubbles/ executes. Hooks are called with no lock held except sched,
- * which is called with the run queue locked and must only read: it returns what to do
- * with the bubble find_next met, and bubbles/ does it in lock order.
+ * A strategy decides; bubbles/ executes. Two kinds of hooks live side by side while the
+ * strategies move over (doc/layering-plan.md, steps 19 to 26):
+ *  - the decision hooks (priv_size ... decide_stray) read a view (ma_view.h) and the
+ *    strategy's private block, and append decisions to a list. The dispatcher builds the
+ *    view, calls the hook, carries the list out (ma_decisions_execute, which checks each
+ *    decision under its locks against what the view saw) and releases the view. They
+ *    reach nothing of the runtime;
+ *  - the old hooks (init ... sched) act on the runtime themselves, with its pointers.
+ * For one event a table fills one kind or the other; if it fills both, the old hook is
+ * called. A hook left NULL of both kinds gets the default its dispatcher holds (below).
+ *
+ * Locks. The serialised hooks (priv_init, priv_exit, init, exit, decide_start,
+ * decide_submit, decide_shake, decide_tick) run under the strategy lock (strategy.c),
+ * one at a time, and only between their strategy's priv_init and its priv_exit: the
+ * dispatcher reads the strategy in use under that lock. It holds the lock while it
+ * builds the view, calls the hook and carries the list out, and those take the tree,
+ * bubble, queue and estimate locks: the strategy lock comes before every other lock of
+ * bubbles/ and of the core, and nobody takes it while holding one of those. A thread
+ * that holds it takes it again without waiting: carrying a decision out may hand a
+ * bubble back to the strategy (a GATHER whose bubble closes at once resubmits it), and
+ * that nested call runs its hook with priv as the outer hook left it.
+ * The concurrent hooks (decide_vp_idle, decide_pick, decide_stray) run on any number of
+ * VPs at once and without that lock, possibly while a serialised hook of the same
+ * strategy writes priv: they only read it, through _Atomic members for what a serialised
+ * hook may change meanwhile. A concurrent hook may also still run just after its
+ * strategy was switched away from (it read the strategy in use before the switch): its
+ * priv stays allocated, as priv_exit left it, until the runtime stops.
+ * No hook may block (sleep, or wait for a marcel thread or for a lock that a marcel
+ * thread may hold while it blocks).
  */
 #ifndef MA_STRATEGY_H
 #define MA_STRATEGY_H
 
 #include "ma_bubble.h"
+
+/* The view and decision types (ma_view.h), which a strategy with decision hooks includes;
+ * declared only here, as spread still has a view of its own by that name until it
+ * decides on this one (doc/layering-plan.md, step 22). */
+struct ma_view;
+struct ma_pick_view;
+struct ma_decision;
+struct ma_dlist;
 
 /* What find_next does with a closed bubble it took from a run queue. */
 enum ma_pick {
@@ -20,69 +54,227 @@ enum ma_pick {
 };
 
 struct ma_strategy {
+	/* ---- identity: name and description are required, the rest optional ---- */
 	const char *name;
 	const char *alias;               /* another accepted name, or NULL */
 	const char *description;         /* one line */
-	/* Selected (at marcel_init or marcel_bubble_change_sched): 0 or an errno value. */
-	int (*init)(void);
-	/* Deselected or runtime stopping. */
-	void (*exit)(void);
-	/* marcel_bubble_sched_begin: the whole root bubble at once. */
-	void (*start)(void);
-	/* A closed, woken bubble whose parent is opened: place it (the core places it on the
-	 * parent's queue when this is NULL). */
-	void (*submit)(struct ma_bubble *b);
-	/* marcel_bubble_shake: NULL means regenerate (gather, then submit again). */
-	void (*shake)(struct ma_bubble *b);
-	/* An idle worker found nothing: 1 if it made work visible to w (then w looks again). */
-	int (*vp_is_idle)(struct ma_worker *w);
-	/* A thread it marked stray (marcel_task.stray) yields on w; NULL clears the mark. */
-	void (*stray)(struct ma_worker *w, struct marcel_task *t);
-	/* b's regeneration period expired (NULL: regenerate it). */
-	void (*tick)(struct ma_bubble *b);
-	/* find_next met closed bubble b at the head of rq (rq locked; read only). NULL: serve. */
-	enum ma_pick (*sched)(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
-			      struct ma_runqueue **to);
 	/* Regeneration period given to bubbles that have none (0: none). */
 	unsigned long default_timeslice_us;
 	/* A bubble of seeds may stay private to the VP that woke it until another VP wants
 	 * work (bubbles/private.c): right for a strategy that keeps a woken bubble where it
 	 * started anyway. */
 	unsigned char private_levels;
+
+	/* ---- decision hooks: every one optional ---- */
+
+	/*
+	 * priv_size: bytes of the strategy's private block, which replaces file statics: the
+	 * dispatcher allocates it zeroed when the strategy is selected (marcel_init) or
+	 * switched to (marcel_bubble_change_sched), before priv_init, and frees it after
+	 * priv_exit, once no concurrent hook can read it any more (when the runtime stops).
+	 * Every hook gets it as `priv`. 0: no block, priv is NULL.
+	 */
+	size_t priv_size;
+	/*
+	 * priv_init(priv): the strategy is about to be the one in use.
+	 * Called by: ma_strategy_select (marcel_init), ma_strategy_switch.
+	 * Locks: the strategy lock. Serialised. May allocate; must not block.
+	 * Returns 0, or an errno value: the strategy is then not used and nothing changes
+	 * (the block is freed without priv_exit).
+	 * NULL: the zeroed block is the initial state.
+	 */
+	int (*priv_init)(void *priv);
+	/*
+	 * priv_exit(priv): the strategy is no longer in use: another one is current already
+	 * (a switch), or the runtime stops or fails to start (ma_strategy_deselect; the
+	 * workers still run).
+	 * Locks: the strategy lock. Serialised: no serialised hook of this strategy runs after
+	 * it. A concurrent hook may still read priv: leave it readable.
+	 * NULL: nothing to undo.
+	 */
+	void (*priv_exit)(void *priv);
+	/*
+	 * decide_start(v, priv, out): distribute the whole bubble tree, once the program says
+	 * its bubbles are built.
+	 * Called by: marcel_bubble_sched_begin, and ma_strategy_switch when that was called
+	 * before the switch.
+	 * View: ma_view_build_tree, the root bubble (opened on the machine's queue) as
+	 * v->root. Locks: the strategy lock. Serialised; may write priv. Must not block.
+	 * NULL: nothing (bubbles are placed as they are woken).
+	 */
+	void (*decide_start)(const struct ma_view *v, void *priv, struct ma_dlist *out);
+	/*
+	 * decide_submit(v, priv, out): place a woken closed bubble whose parent is opened: it
+	 * was woken, gathered by a regeneration, moved to another parent, or handed over by
+	 * marcel_bubble_submit or a shake.
+	 * Called by: ma_strategy_submit. Not for a bubble fixed by scheduleonlevel, which the
+	 * dispatcher places on its item itself.
+	 * View: ma_view_build_subtree of the bubble (v->root). Locks: the strategy lock.
+	 * Serialised; may write priv. Must not block.
+	 * NULL: the bubble goes, closed, on its parent's queue (the machine's if the parent
+	 * is not on a run queue).
+	 */
+	void (*decide_submit)(const struct ma_view *v, void *priv, struct ma_dlist *out);
+	/*
+	 * decide_shake(v, priv, out): the program asks for a redistribution of a woken bubble
+	 * (not the root).
+	 * Called by: marcel_bubble_shake (each woken bubble under the root in turn),
+	 * marcel_bubble_shake_bubble.
+	 * View: ma_view_build_subtree of the bubble. Locks: the strategy lock. Serialised; may
+	 * write priv. Must not block.
+	 * NULL: an opened bubble is gathered (resubmitted once closed), a closed unit
+	 * submitted again; anything else is left as it is.
+	 */
+	void (*decide_shake)(const struct ma_view *v, void *priv, struct ma_dlist *out);
+	/*
+	 * decide_tick(v, priv, out): a bubble's regeneration period expired (its own, or the
+	 * strategy's default_timeslice_us): the strategy's heartbeat.
+	 * Called by: ma_strategy_tick, from ma_bubble_work at a worker's scheduling point (a
+	 * yield, an idle turn; maybe on the stack of a preempted thread).
+	 * View: ma_view_build_subtree of the bubble. Locks: the strategy lock. Serialised; may
+	 * write priv. Must not block. The bubble's timer is not armed again by the dispatcher.
+	 * NULL: regen.c's rule (ma_bubble_regen_due): gather it if regenerating is worth it
+	 * now, else look again one period later.
+	 */
+	void (*decide_tick)(const struct ma_view *v, void *priv, struct ma_dlist *out);
+	/*
+	 * decide_vp_idle(v, priv, out): VP v->self_vp found nothing to run; what may it take?
+	 * Called by: ma_strategy_vp_idle, from the worker's idle loop (the vp_idle core hook).
+	 * View: ma_view_build_vp (ready threads counted; v->waiting lists what waits off the
+	 * VP's path). Locks: none. Concurrent, on every idle VP at once: priv read-only.
+	 * Must not block.
+	 * NULL: nothing (the VP goes on polling, then sleeps).
+	 */
+	void (*decide_vp_idle)(const struct ma_view *v, const void *priv, struct ma_dlist *out);
+	/*
+	 * decide_pick(pv, priv): find_next met closed bubble pv->b at the head of queue
+	 * pv->item: serve it here, burst it here, or move it?
+	 * Called by: ma_bubble_picked (the pick core hook), for every closed bubble find_next
+	 * meets, on find_next's hottest bubble path.
+	 * View: ma_pick_view_fill, without its children items (nb_kids 0). Locks: that run
+	 * queue's, held by the caller. Concurrent: priv read-only. Bounded time, no
+	 * allocation, no lock, no call into the runtime.
+	 * Returns one decision about pv->b (its entity must be pv->b.id): MA_D_SERVE;
+	 * MA_D_BURST with item pv->item (bursts it on this queue); MA_D_MOVE to another
+	 * queue. Anything else (another entity, a BURST elsewhere, a MOVE to this queue or to
+	 * no queue, another kind) is taken as MA_D_SERVE.
+	 * NULL: serve.
+	 */
+	struct ma_decision (*decide_pick)(const struct ma_pick_view *pv, const void *priv);
+	/*
+	 * decide_stray(v, priv, out): a thread the strategy marked stray (a STEAL or MOVE with
+	 * MA_D_STRAY) yields; bring it home (MOVE to its home, MA_D_UNSTRAY), clear its mark
+	 * (MOVE to where it is, MA_D_UNSTRAY), or leave it.
+	 * Called by: ma_strategy_stray, from marcel_yield (the yield core hook), as the
+	 * thread itself.
+	 * View: ma_view_build_thread, that thread alone as v->root (its home filled in).
+	 * Locks: none. Concurrent: priv read-only. Must not block.
+	 * NULL: the mark is cleared.
+	 */
+	void (*decide_stray)(const struct ma_view *v, const void *priv, struct ma_dlist *out);
+
+	/* ---- old hooks: act on the runtime themselves; every one optional ---- */
+
+	/* Selected (at marcel_init or marcel_bubble_change_sched): 0 or an errno value.
+	 * Serialised (the strategy lock), after priv_init. */
+	int (*init)(void);
+	/* Deselected or runtime stopping. Serialised, before priv_exit. */
+	void (*exit)(void);
+	/* marcel_bubble_sched_begin: the whole root bubble at once. No lock held. */
+	void (*start)(void);
+	/* A closed, woken bubble whose parent is opened: place it (NULL: decide_submit, or
+	 * its default). No lock held. */
+	void (*submit)(struct ma_bubble *b);
+	/* marcel_bubble_shake (NULL: decide_shake, or its default). No lock held. */
+	void (*shake)(struct ma_bubble *b);
+	/* An idle worker found nothing: 1 if it made work visible to w (then w looks again). */
+	int (*vp_is_idle)(struct ma_worker *w);
+	/* A thread it marked stray (marcel_task.stray) yields on w (NULL: decide_stray, or
+	 * its default). */
+	void (*stray)(struct ma_worker *w, struct marcel_task *t);
+	/* b's regeneration period expired (NULL: decide_tick, or its default). */
+	void (*tick)(struct ma_bubble *b);
+	/* find_next met closed bubble b at the head of rq (rq locked; read only). NULL:
+	 * decide_pick, or serve. */
+	enum ma_pick (*sched)(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
+			      struct ma_runqueue **to);
+};
+
+/*
+ * The strategy in use with its private block, published as one pointer (release when
+ * made current, acquire when read), so a hook always gets its own strategy's block and
+ * never one whose priv_init has not finished. Never freed while the runtime runs: a hook
+ * that read it just before a switch may still use it.
+ */
+struct ma_strategy_use {
+	const struct ma_strategy *s;
+	void *priv;                        /* s->priv_size bytes, NULL if 0 */
+	/* s->private_levels, read on every nested spawn (private.c) with one load less. */
+	unsigned char private_levels;
+	struct ma_strategy_use *retired;   /* strategy.c: the ones no longer in use */
 };
 
 /* The strategy in use (never NULL while the runtime runs). */
-extern const struct ma_strategy *_Atomic ma_strategy_cur MA_HIDDEN;
+extern struct ma_strategy_use *_Atomic ma_strategy_cur MA_HIDDEN;
 /* Whether marcel_bubble_sched_begin was called. */
 extern atomic_int ma_sched_begun MA_HIDDEN;
 
-static inline const struct ma_strategy *ma_strategy(void)
+static inline const struct ma_strategy_use *ma_strategy_current(void)
 {
 	return atomic_load_explicit(&ma_strategy_cur, memory_order_acquire);
 }
 
-/* Makes s the strategy in use at marcel_init (nothing begun yet, no handle): its init,
- * then it is current. 0, or init's errno with nothing changed. */
+static inline const struct ma_strategy *ma_strategy(void)
+{
+	const struct ma_strategy_use *u = ma_strategy_current();
+	return u ? u->s : NULL;
+}
+
+/* Makes s the strategy in use at marcel_init (nothing begun yet, no handle): its private
+ * block, its priv_init and init, then it is current. 0, or ENOMEM or the errno of its
+ * priv_init or init, with nothing changed. */
 int ma_strategy_select(const struct ma_strategy *s) MA_HIDDEN;
-/* At marcel_end or a failed marcel_init: the current strategy's exit; none is current. */
+/* At marcel_end or a failed marcel_init: the current strategy's exit and priv_exit; none
+ * is current. */
 void ma_strategy_deselect(void) MA_HIDDEN;
-/* marcel_bubble_change_sched: makes s current (its init first, the old one's exit
- * after, under the change lock; then its start if marcel_bubble_sched_begin was called)
- * and remembers `handle`, what the program named it by. *old_handle: the handle that was
- * current (the old strategy itself if none was given). 0, or s's init errno with nothing
- * changed. */
+/* marcel_bubble_change_sched: makes s current (its private block, priv_init and init
+ * first, the old one's exit and priv_exit after, under the strategy lock; then its start
+ * if marcel_bubble_sched_begin was called) and remembers `handle`, what the program named
+ * it by. *old_handle: the handle that was current (the old strategy itself if none was
+ * given). 0, or ENOMEM or s's priv_init or init errno with nothing changed. */
 int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const void **old_handle) MA_HIDDEN;
 /* The handle last given to ma_strategy_switch, NULL if none since selection. Never read
  * through: an instance may be gone once it is no longer in use. */
 const void *ma_strategy_handle(void) MA_HIDDEN;
+/* Once every worker has stopped (ma_bubbles_stop): frees the private blocks of the
+ * strategies no longer in use, which a late concurrent hook might still have read. */
+void ma_strategy_reclaim(void) MA_HIDDEN;
 
 /* ---- dispatchers: the NULL defaults of the hooks live here ---- */
 /* Hands woken bubble b to the strategy (or places it on its parent's queue). */
 void ma_strategy_submit(struct ma_bubble *b) MA_HIDDEN;
-/* An idle worker found nothing: 1 if the strategy made work visible to w. */
+/* b's regeneration period expired (b referenced by the caller; no lock held). */
+void ma_strategy_tick(struct ma_bubble *b) MA_HIDDEN;
+/* An idle worker found nothing: 1 if the strategy made work visible to w (a decision of
+ * decide_vp_idle was carried out). */
 int ma_strategy_vp_idle(struct ma_worker *w) MA_HIDDEN;
 /* A thread the strategy marked stray yields on w; without a stray hook, the mark (of a
  * strategy no longer in use) is cleared. */
 void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
+/* find_next met closed bubble b at the head of rq (locked) and u's strategy decides with
+ * decide_pick: its decision as ma_bubble_picked acts on it (*to: the queue of a MOVE). */
+enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_worker *w, struct ma_runqueue *rq,
+			      struct ma_bubble *b, struct ma_runqueue **to) MA_HIDDEN;
+
+/* What the decision hooks asked for since the process started, summed over every list
+ * the dispatchers carried out (decide_pick's single decisions are not lists). A list
+ * that overflowed is never silent: `lost` counts the decisions it could not hold. */
+struct ma_decide_stats {
+	unsigned long lists;     /* lists carried out */
+	unsigned long done;      /* decisions carried out */
+	unsigned long dropped;   /* decisions dropped by the executor (stale, refused) */
+	unsigned long lost;      /* decisions a hook pushed on a full list */
+};
+void ma_strategy_decide_stats(struct ma_decide_stats *out) MA_HIDDEN;
 
 #endif

@@ -52,8 +52,20 @@ int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags
  */
 #define MA_VIEW_WAITING_MAX 256
 int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flags) MA_HIDDEN;
+/*
+ * The items, and thread t alone as v->root (a strategy's stray hook): t is the caller,
+ * alive while it runs this; its home (the queue its bubble is opened on) is read inside
+ * an estimate, as its bubble may be let go of meanwhile. 0, or ENOMEM (v empty).
+ */
+int ma_view_build_thread(struct ma_view *v, struct marcel_task *t, unsigned flags) MA_HIDDEN;
 /* Drops the view's references and frees its memory, in one call; v is empty after it. */
 void ma_view_release(struct ma_view *v) MA_HIDDEN;
+/* Zeroed memory that lives as long as built view v and goes with ma_view_release (the
+ * storage of the decision list a hook fills about it); NULL if memory ran out or v is
+ * empty. */
+void *ma_view_alloc(struct ma_view *v, size_t size) MA_HIDDEN;
+/* Entities built view v holds: its tree's nodes and the waiting ones; 0 if v is empty. */
+unsigned ma_view_nb_nodes(const struct ma_view *v) MA_HIDDEN;
 
 /*
  * find_next met closed bubble b at the head of rq, rq locked by the caller: the pick view,

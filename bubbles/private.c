@@ -44,8 +44,8 @@
 /* Whether bubbles made or woken now may stay private. */
 static int ma_private_ok(void)
 {
-	const struct ma_strategy *s = atomic_load_explicit(&ma_strategy_cur, memory_order_relaxed);
-	return s && s->private_levels && !ma_tracing();
+	const struct ma_strategy_use *u = ma_strategy_current();
+	return u && u->private_levels && !ma_tracing();
 }
 
 static unsigned ma_nb_private(const struct ma_worker *w)

@@ -149,6 +149,14 @@ static int ma_regen_wanted(struct ma_bubble *b)
 	return 0;
 }
 
+void ma_bubble_regen_due(struct ma_bubble *b)
+{
+	if (ma_regen_wanted(b))
+		ma_bubble_regenerate(b);
+	else if (ma_worker_self() && atomic_load(&b->status) == MA_BUBBLE_OPENED)
+		ma_bubble_regen_arm(ma_worker_self(), b); /* look again next slice */
+}
+
 void ma_bubble_work(void)
 {
 	if (!atomic_exchange(&ma_rt.hook_work, 0))
@@ -167,15 +175,7 @@ void ma_bubble_work(void)
 		ma_spin_unlock(&ma_regen_lock);
 		if (!b)
 			return;
-		const struct ma_strategy *s = ma_strategy();
-		if (!s)
-			; /* the runtime is stopping: nothing is placed any more */
-		else if (s->tick)
-			s->tick(b);
-		else if (ma_regen_wanted(b))
-			ma_bubble_regenerate(b);
-		else if (ma_worker_self() && atomic_load(&b->status) == MA_BUBBLE_OPENED)
-			ma_bubble_regen_arm(ma_worker_self(), b); /* look again next slice */
+		ma_strategy_tick(b);
 		ma_bubble_unref(b);
 	}
 }

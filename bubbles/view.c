@@ -87,6 +87,16 @@ void ma_view_release(struct ma_view *v)
 	v->self_vp = -1;
 }
 
+void *ma_view_alloc(struct ma_view *v, size_t size)
+{
+	return v->rt ? ma_arena_alloc(v->rt, size) : NULL;
+}
+
+unsigned ma_view_nb_nodes(const struct ma_view *v)
+{
+	return v->rt ? v->rt->nb_slots : 0;
+}
+
 /* A node for entity e, seen a member of `in` (NULL: the view's root, or seen on a queue).
  * A bubble is referenced here, under the lock through which the caller reached it, and
  * unreferenced by ma_view_release. */
@@ -326,8 +336,8 @@ static unsigned char ma_vstate_of(int s)
 
 /* Queue number of the queue e's bubble is opened on, -1 if none (main, the root's
  * threads, a bubble not opened). e is queued on a locked queue or is a member of a
- * locked bubble, so its bubble cannot go; that bubble's fields are read without its lock
- * (they only guide a choice). */
+ * locked bubble, so its bubble cannot go, or the caller is inside an estimate; that
+ * bubble's fields are read without its lock (they only guide a choice). */
 static int ma_view_home(const struct ma_entity *e)
 {
 	struct ma_bubble *b = ma_entity_parent(e);
@@ -549,6 +559,25 @@ int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags
 int ma_view_build_tree(struct ma_view *v, unsigned flags)
 {
 	return ma_view_build_subtree(v, ma_root_bubble, flags);
+}
+
+int ma_view_build_thread(struct ma_view *v, struct marcel_task *t, unsigned flags)
+{
+	struct ma_vitem *it;
+	int err = ma_view_begin(v, ma_worker_self(), &it);
+	if (err)
+		return err;
+	struct ma_vslot *s = ma_slot_new(v->rt, &t->e, NULL);
+	if (s) {
+		ma_view_fill_task(s, t);
+		/* Its bubble's storage is not reused before ma_estimate_end, should t leave it
+		 * meanwhile (ma_view_home reads it without its lock). */
+		struct ma_worker *est = ma_estimate_begin();
+		s->n.home = ma_view_home(&t->e);
+		ma_estimate_end(est);
+		v->root = &s->n;
+	}
+	return ma_view_finish(v, it, flags);
 }
 
 /* Queue rq (locked) of the neighbourhood of an idle VP: its waiting entities, up to

@@ -882,6 +882,469 @@ START_TEST(memory)
 }
 END_TEST
 
+/* A thread's own view (a stray hook's): the thread alone, with its home. */
+static atomic_int tv_home, tv_nodes;
+static atomic_ullong tv_id;
+
+static any_t own_view(any_t arg)
+{
+	struct ma_view v;
+	marcel_t self = marcel_self();
+	if (ma_view_build_thread(&v, self, 0) == 0) {
+		atomic_store(&tv_home, v.root->home);
+		atomic_store(&tv_id, v.root->id);
+		atomic_store(&tv_nodes, (int)ma_view_nb_nodes(&v));
+		ma_view_release(&v);
+	}
+	return arg;
+}
+
+START_TEST(thread_view)
+{
+	start();
+	marcel_t self = marcel_self();
+	struct ma_view v;
+	ck_assert_int_eq(ma_view_build_thread(&v, self, 0), 0);
+	const struct ma_vnode *r = v.root;
+	ck_assert(r->id == self->id && !r->is_bubble && r->is_main);
+	ck_assert_ptr_null(r->parent);
+	ck_assert_uint_eq(r->nb_children, 0);
+	ck_assert_int_eq(r->state, MA_V_RUNNING);
+	ck_assert_int_eq(r->item, 0);
+	ck_assert_int_eq(r->home, -1);
+	ck_assert_int_eq(v.self_vp, marcel_current_vp());
+	ck_assert_uint_eq(v.nb_items, ma_rt.topo.nb_levels);
+	ck_assert_uint_eq(ma_view_nb_nodes(&v), 1);
+	ck_assert_ptr_nonnull(ma_view_alloc(&v, 100));
+	ma_view_release(&v);
+	ck_assert_uint_eq(ma_view_nb_nodes(&v), 0);
+	ck_assert_ptr_null(ma_view_alloc(&v, 100));
+
+	/* A thread of a bubble opened on main's leaf: that is its home. */
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int X = leaf_of(ma_test_here());
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X }, 1);
+	ma_view_release(&v);
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &x.b), 0);
+	atomic_store(&tv_home, -5);
+	marcel_t t;
+	ck_assert_int_eq(marcel_create(&t, &a, own_view, NULL), 0);
+	uint64_t tid = t->id;
+	ck_assert_int_eq(marcel_join(t, NULL), 0);
+	ck_assert(atomic_load(&tv_id) == tid);
+	ck_assert_int_eq(atomic_load(&tv_nodes), 1);
+	ck_assert_int_eq(atomic_load(&tv_home), X);
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* ---- the dispatchers, with a table of decision hooks ---- */
+
+/* A strategy that decides through decision hooks only, as each test asks, and records
+ * what its hooks saw: the serialised ones in its private block, the concurrent ones
+ * (which may not write it) in the globals below. */
+#define TMAGIC 0x7e57u
+struct tpriv {
+	unsigned magic;           /* TMAGIC between priv_init and priv_exit */
+	int target;               /* submit and shake: PLACE the bubble there */
+	unsigned extra;           /* submit: pushes that many decisions more (about nothing) */
+	uint64_t watch;           /* the bubble whose submits are counted */
+	unsigned submits, shakes, starts, ticks;
+	unsigned nodes, cap;      /* the last watched submit's view: nodes, list capacity */
+	uint64_t start_root;
+};
+static struct tpriv *tp;          /* the block priv_init was given */
+static int tinits, texits, tinit_err;
+static struct ma_decision pick_answer;
+static atomic_int picks, pick_kids;
+static atomic_ullong pick_seen;
+static atomic_int idles, idle_self;
+static uint64_t idle_take;        /* vp_idle: STEAL it to the VP's own queue if waiting */
+static atomic_int strays;
+static atomic_ullong stray_seen;
+
+static unsigned count_nodes(const struct ma_vnode *n)
+{
+	unsigned c = 1;
+	for (unsigned i = 0; i < n->nb_children; i++)
+		c += count_nodes(n->children[i]);
+	return c;
+}
+
+static int t_init(void *priv)
+{
+	struct tpriv *p = priv;
+	if (tinit_err)
+		return tinit_err;
+	/* Zeroed by the dispatcher. */
+	if (p->magic || p->submits)
+		return EFAULT;
+	p->magic = TMAGIC;
+	tp = p;
+	tinits++;
+	return 0;
+}
+
+static void t_exit(void *priv)
+{
+	((struct tpriv *)priv)->magic = 0xdead;
+	texits++;
+}
+
+static void push(struct ma_dlist *out, struct ma_decision d)
+{
+	(void)ma_dlist_push(out, &d);
+}
+
+static void t_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
+{
+	struct tpriv *p = priv;
+	if (v->root->id == p->watch) {
+		p->submits++;
+		p->nodes = count_nodes(v->root);
+		p->cap = out->cap;
+	}
+	push(out, (struct ma_decision){ .kind = MA_D_PLACE, .entity = v->root->id, .item = p->target });
+	for (unsigned i = 0; i < p->extra; i++)
+		push(out, (struct ma_decision){ .kind = MA_D_GATHER, .entity = 12345 });
+}
+
+static void t_shake(const struct ma_view *v, void *priv, struct ma_dlist *out)
+{
+	struct tpriv *p = priv;
+	p->shakes++;
+	push(out, (struct ma_decision){ .kind = MA_D_PLACE, .entity = v->root->id, .item = p->target });
+}
+
+static void t_start(const struct ma_view *v, void *priv, struct ma_dlist *out)
+{
+	struct tpriv *p = priv;
+	(void)out;
+	p->starts++;
+	p->start_root = v->root->id;
+}
+
+static void t_tick(const struct ma_view *v, void *priv, struct ma_dlist *out)
+{
+	((struct tpriv *)priv)->ticks++;
+	push(out, (struct ma_decision){ .kind = MA_D_GATHER, .entity = v->root->id });
+}
+
+static void t_vp_idle(const struct ma_view *v, const void *priv, struct ma_dlist *out)
+{
+	(void)priv;
+	atomic_fetch_add(&idles, 1);
+	atomic_store(&idle_self, v->self_vp);
+	for (unsigned i = 0; i < v->nb_waiting; i++)
+		if (v->waiting[i]->id == idle_take)
+			push(out, (struct ma_decision){ .kind = MA_D_STEAL, .entity = idle_take,
+							.from_item = v->waiting[i]->queued_item,
+							.item = ma_view_vp_queue(v, (unsigned)v->self_vp) });
+}
+
+static struct ma_decision t_pick(const struct ma_pick_view *pv, const void *priv)
+{
+	(void)priv;
+	atomic_fetch_add(&picks, 1);
+	atomic_store(&pick_seen, pv->b.id);
+	atomic_store(&pick_kids, (int)pv->nb_kids);
+	return pick_answer;
+}
+
+static void t_stray(const struct ma_view *v, const void *priv, struct ma_dlist *out)
+{
+	(void)priv;
+	atomic_fetch_add(&strays, 1);
+	atomic_store(&stray_seen, v->root->id);
+	/* Clear the mark: a move to where it is. */
+	push(out, (struct ma_decision){ .kind = MA_D_MOVE, .entity = v->root->id, .item = v->root->item,
+					.flags = MA_D_UNSTRAY });
+}
+
+static const struct ma_strategy tstrat = {
+	.name = "test",
+	.description = "check_view's decision hooks",
+	.priv_size = sizeof(struct tpriv),
+	.priv_init = t_init,
+	.priv_exit = t_exit,
+	.decide_start = t_start,
+	.decide_submit = t_submit,
+	.decide_shake = t_shake,
+	.decide_tick = t_tick,
+	.decide_vp_idle = t_vp_idle,
+	.decide_pick = t_pick,
+	.decide_stray = t_stray,
+};
+
+static void use_test(void)
+{
+	const void *old;
+	ck_assert_int_eq(ma_strategy_switch(&tstrat, &tstrat, &old), 0);
+	ck_assert_ptr_eq(ma_strategy(), &tstrat);
+	ck_assert_ptr_nonnull(tp);
+	ck_assert_ptr_eq(ma_strategy_current()->priv, tp);
+	ck_assert_uint_eq(tp->magic, TMAGIC);
+}
+
+static void use_null(void)
+{
+	const void *old;
+	ck_assert_int_eq(ma_strategy_switch(ma_strategy_lookup("null"), NULL, &old), 0);
+}
+
+static struct ma_decide_stats stats_now(void)
+{
+	struct ma_decide_stats s;
+	ma_strategy_decide_stats(&s);
+	return s;
+}
+
+/* Submit: the subtree's view, the decision carried out, counted; a list that overflows
+ * counts what it lost. */
+START_TEST(dispatch_submit)
+{
+	start();
+	hogs_start();
+	int Y = leaf_of(marcel_nbvps() > 1 ? other_vp() : main_vp);
+	use_test();
+	struct tree x;
+	tree_make(&x);
+	tp->watch = x.bb->uid;
+	tp->target = Y;
+	struct ma_decide_stats a = stats_now();
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_decide_stats b = stats_now();
+	ck_assert_uint_eq(tp->submits, 1);
+	ck_assert_uint_eq(tp->nodes, 5);
+	ck_assert_uint_eq(tp->cap, 2 * 5 + 16);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
+	ck_assert_uint_eq(x.bb->nb_cached, 3);
+	ck_assert_uint_ge(b.lists - a.lists, 1);
+	ck_assert_uint_ge(b.done - a.done, 1);
+	ck_assert_uint_eq(b.lost, a.lost);
+
+	/* Again, with 100 decisions more than the one that places it: 26 fit, the first
+	 * (carried out) and 25 about nothing (dropped); 75 are lost, and counted. */
+	tp->target = 0;
+	tp->extra = 100;
+	ck_assert_int_eq(marcel_bubble_submit(&x.b), 0);
+	struct ma_decide_stats c = stats_now();
+	ck_assert_uint_eq(tp->submits, 2);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	ck_assert_ptr_eq(bready_of(x.bb), H(0));
+	ck_assert_uint_eq(c.lists - b.lists, 1);
+	ck_assert_uint_eq(c.done - b.done, 1);
+	ck_assert_uint_eq(c.dropped - b.dropped, 25);
+	ck_assert_uint_eq(c.lost - b.lost, 75);
+	tp->extra = 0;
+	use_null();
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* Tick: a GATHER whose bubble closes at once hands it back to submit while the tick's
+ * list is carried out, under the strategy lock the tick holds: taken again, not waited
+ * for. Shake and start get their views too. */
+START_TEST(dispatch_tick_shake_start)
+{
+	start();
+	hogs_start();
+	int X = leaf_of(main_vp), Y = leaf_of(marcel_nbvps() > 1 ? other_vp() : main_vp);
+	use_test();
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	ck_assert_uint_eq(tp->starts, 1);
+	ck_assert(tp->start_root == ma_root_bubble->uid);
+	struct tree x;
+	tree_make(&x);
+	tp->watch = x.bb->uid;
+	tp->target = 0;
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	ck_assert_uint_eq(tp->submits, 1);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X }, 1);
+	ma_view_release(&v);
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_OPENED);
+	ma_bubble_ref(x.bb);
+	ma_strategy_tick(x.bb);
+	ma_bubble_unref(x.bb);
+	ck_assert_uint_eq(tp->ticks, 1);
+	ck_assert_uint_eq(tp->submits, 2);
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_CLOSED);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	ck_assert_uint_eq(x.bb->nb_cached, 3);
+
+	tp->target = Y;
+	ck_assert_int_eq(marcel_bubble_shake_bubble(&x.b), 0);
+	ck_assert_uint_eq(tp->shakes, 1);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
+	use_null();
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+static enum ma_pick pick_with(struct ma_runqueue *rq, struct ma_bubble *b, struct ma_decision d,
+			      struct ma_runqueue **to)
+{
+	pick_answer = d;
+	*to = NULL;
+	ma_spin_lock(&rq->hold.lock);
+	enum ma_pick r = ma_strategy_pick(ma_strategy_current(), ma_worker_self(), rq, b, to);
+	ma_spin_unlock(&rq->hold.lock);
+	return r;
+}
+
+/* Pick: the decision as find_next acts on it; what is not a serve, a burst here or a
+ * move elsewhere is a serve. */
+START_TEST(dispatch_pick)
+{
+	start();
+	hogs_start();
+	int X = leaf_of(main_vp), Y = marcel_nbvps() > 1 ? leaf_of(other_vp()) : vpq(main_vp);
+	use_test();
+	struct tree x;
+	tree_make(&x);
+	tp->target = 0;
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_runqueue *rq = Q(0), *to;
+	uint64_t id = x.bb->uid;
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_SERVE, .entity = id }, &to),
+			 MA_PICK_SERVE);
+	ck_assert_int_eq(atomic_load(&picks), 1);
+	ck_assert(atomic_load(&pick_seen) == id);
+	ck_assert_int_eq(atomic_load(&pick_kids), 0);
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_BURST, .entity = id, .item = 0 }, &to),
+			 MA_PICK_BURST);
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y }, &to),
+			 MA_PICK_MOVE);
+	ck_assert_ptr_eq(to, Q(Y));
+	struct ma_decision serves[] = {
+		{ .kind = MA_D_BURST, .entity = id, .item = X },        /* elsewhere */
+		{ .kind = MA_D_MOVE, .entity = id, .item = 0 },         /* where it is */
+		{ .kind = MA_D_MOVE, .entity = id, .item = 1 << 20 },   /* no such queue */
+		{ .kind = MA_D_MOVE, .entity = id + 1, .item = Y },     /* another entity */
+		{ .kind = MA_D_PLACE, .entity = id, .item = Y },        /* not a pick's */
+	};
+	for (unsigned i = 0; i < sizeof(serves) / sizeof(serves[0]); i++) {
+		ck_assert_int_eq(pick_with(rq, x.bb, serves[i], &to), MA_PICK_SERVE);
+		ck_assert_ptr_null(to);
+	}
+	/* The whole of find_next's bubble branch: moved, then burst there. */
+	pick_answer = (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y };
+	ma_spin_lock(&rq->hold.lock);
+	ck_assert_ptr_null(ma_bubble_picked(ma_worker_self(), rq, &x.bb->e));
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_CLOSED);
+	pick_answer = (struct ma_decision){ .kind = MA_D_BURST, .entity = id, .item = Y };
+	ma_spin_lock(&Q(Y)->hold.lock);
+	ck_assert_ptr_null(ma_bubble_picked(ma_worker_self(), Q(Y), &x.bb->e));
+	ck_assert_int_eq(atomic_load(&x.bb->status), MA_BUBBLE_OPENED);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(Y));
+	ck_assert_ptr_eq(sched_of(x.t[0]), H(Y));
+	use_null();
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* vp_idle: the neighbourhood's view, and 1 only when a decision was carried out; stray:
+ * the thread's own view, its mark cleared by the decision (and by the default). */
+START_TEST(dispatch_vp_idle_stray)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int A = vpq(other_vp()), B = vpq(main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = A }, 1);
+	ma_view_release(&v);
+	use_test();
+	struct ma_worker *w = ma_worker_self();
+	idle_take = x.t[0]->id;
+	ck_assert_int_eq(ma_strategy_vp_idle(w), 1);
+	ck_assert_int_eq(atomic_load(&idles), 1);
+	ck_assert_int_eq(atomic_load(&idle_self), (int)main_vp);
+	ck_assert_ptr_eq(ready_of(x.t[0]), H(B));
+	ck_assert_ptr_eq(ready_of(x.t[1]), H(A));
+	/* Nothing taken: 0. */
+	idle_take = 0;
+	ck_assert_int_eq(ma_strategy_vp_idle(w), 0);
+	ck_assert_int_eq(atomic_load(&idles), 2);
+
+	marcel_t self = marcel_self();
+	atomic_store(&self->stray, 1);
+	struct ma_decide_stats a = stats_now();
+	ma_strategy_stray(w, self);
+	struct ma_decide_stats b = stats_now();
+	ck_assert_int_eq(atomic_load(&strays), 1);
+	ck_assert(atomic_load(&stray_seen) == self->id);
+	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ck_assert_uint_eq(b.done - a.done, 1);
+	use_null();
+	atomic_store(&self->stray, 1);
+	ma_strategy_stray(w, self);
+	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ck_assert_int_eq(atomic_load(&strays), 1);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* Private blocks: zeroed, set up before the strategy is current, kept readable after its
+ * priv_exit (a late concurrent hook may still read it), and a failed priv_init changes
+ * nothing. */
+START_TEST(dispatch_switch)
+{
+	start();
+	const void *old;
+	tinit_err = EINVAL;
+	ck_assert_int_eq(ma_strategy_switch(&tstrat, &tstrat, &old), EINVAL);
+	ck_assert_str_eq(ma_strategy()->name, "null");
+	ck_assert_int_eq(tinits, 0);
+	tinit_err = 0;
+	use_test();
+	ck_assert_int_eq(tinits, 1);
+	struct tpriv *first = tp;
+	/* The same strategy again: nothing set up again. */
+	ck_assert_int_eq(ma_strategy_switch(&tstrat, &tstrat, &old), 0);
+	ck_assert_ptr_eq(old, &tstrat);
+	ck_assert_int_eq(tinits, 1);
+	use_null();
+	ck_assert_int_eq(texits, 1);
+	ck_assert_uint_eq(first->magic, 0xdead);
+	/* Back again: a new block. */
+	use_test();
+	ck_assert_int_eq(tinits, 2);
+	ck_assert_uint_eq(tp->magic, TMAGIC);
+	ck_assert_uint_eq(first->magic, 0xdead);
+	/* marcel_end deselects it. */
+	marcel_end();
+	ck_assert_int_eq(texits, 2);
+}
+END_TEST
+
 static void populate(TCase *tc)
 {
 	tcase_add_test(tc, tree_unwoken);
@@ -896,6 +1359,12 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, pick_view);
 	tcase_add_test(tc, wake);
 	tcase_add_test(tc, memory);
+	tcase_add_test(tc, thread_view);
+	tcase_add_test(tc, dispatch_submit);
+	tcase_add_test(tc, dispatch_tick_shake_start);
+	tcase_add_test(tc, dispatch_pick);
+	tcase_add_test(tc, dispatch_vp_idle_stray);
+	tcase_add_test(tc, dispatch_switch);
 }
 
 int main(void)
