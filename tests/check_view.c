@@ -1312,6 +1312,39 @@ START_TEST(dispatch_vp_idle_stray)
 }
 END_TEST
 
+/* null decides through its decision hook: a woken bubble, and one whose parent is
+ * opened on another item, go on the machine's queue. */
+START_TEST(null_decides)
+{
+	start();
+	hogs_start();
+	ck_assert_ptr_null(ma_strategy()->submit);
+	ck_assert_ptr_nonnull(ma_strategy()->decide_submit);
+	struct tree x;
+	tree_make(&x);
+	struct ma_decide_stats a = stats_now();
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_decide_stats b = stats_now();
+	ck_assert_uint_ge(b.lists - a.lists, 1);
+	ck_assert_uint_ge(b.done - a.done, 1);
+	ck_assert_uint_eq(b.lost, a.lost);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	ck_assert_ptr_eq(bready_of(x.bb), H(0));
+	int X = leaf_of(main_vp);
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X }, 1);
+	ma_view_release(&v);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(X));
+	ck_assert_int_eq(marcel_bubble_submit(&x.s), 0);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(0));
+	ck_assert_ptr_eq(bready_of(x.sb), H(0));
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
 /* Private blocks: zeroed, set up before the strategy is current, kept readable after its
  * priv_exit (a late concurrent hook may still read it), and a failed priv_init changes
  * nothing. */
@@ -1365,6 +1398,7 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, dispatch_pick);
 	tcase_add_test(tc, dispatch_vp_idle_stray);
 	tcase_add_test(tc, dispatch_switch);
+	tcase_add_test(tc, null_decides);
 }
 
 int main(void)
