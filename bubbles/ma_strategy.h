@@ -28,8 +28,9 @@
  * VPs at once and without that lock, possibly while a serialised hook of the same
  * strategy writes priv: they only read it, through _Atomic members for what a serialised
  * hook may change meanwhile. A concurrent hook may also still run just after its
- * strategy was switched away from (it read the strategy in use before the switch): its
- * priv stays allocated, as priv_exit left it, until the runtime stops.
+ * strategy was switched away from (it read the strategy in use before the switch): it
+ * then gets its old block, which stays allocated, untouched, until no VP is in such a
+ * hook any more (a grace period, strategy.c), or is not called at all.
  * No hook may block (sleep, or wait for a marcel thread or for a lock that a marcel
  * thread may hold while it blocks).
  */
@@ -71,8 +72,10 @@ struct ma_strategy {
 	 * priv_size: bytes of the strategy's private block, which replaces file statics: the
 	 * dispatcher allocates it zeroed when the strategy is selected (marcel_init) or
 	 * switched to (marcel_bubble_change_sched), before priv_init, and frees it after
-	 * priv_exit, once no concurrent hook can read it any more (when the runtime stops).
-	 * Every hook gets it as `priv`. 0: no block, priv is NULL.
+	 * priv_exit, once no concurrent hook can read it any more: at a serialised event or
+	 * a switch after every VP has left the concurrent hooks it was in, at the latest when
+	 * the runtime stops. Each selection gets a new block. Every hook gets it as `priv`.
+	 * 0: no block, priv is NULL (and the concurrent hooks cost no locked instruction).
 	 */
 	size_t priv_size;
 	/*
@@ -85,11 +88,12 @@ struct ma_strategy {
 	 */
 	int (*priv_init)(void *priv);
 	/*
-	 * priv_exit(priv): the strategy is no longer in use: another one is current already
-	 * (a switch), or the runtime stops or fails to start (ma_strategy_deselect; the
-	 * workers still run).
-	 * Locks: the strategy lock. Serialised: no serialised hook of this strategy runs after
-	 * it. A concurrent hook may still read priv: leave it readable.
+	 * priv_exit(priv): the block is about to be freed: its strategy was switched away
+	 * from or deselected (marcel_end, a failed marcel_init) and no hook can read this
+	 * block any more. It may run while the same strategy is in use again with another
+	 * block: it undoes only what this block holds (frees what it allocated).
+	 * Called by: the grace-period sweep (a later serialised event or switch, or the
+	 * runtime's stop). Locks: the strategy lock. Serialised. Must not block.
 	 * NULL: nothing to undo.
 	 */
 	void (*priv_exit)(void *priv);
@@ -203,15 +207,18 @@ struct ma_strategy {
 /*
  * The strategy in use with its private block, published as one pointer (release when
  * made current, acquire when read), so a hook always gets its own strategy's block and
- * never one whose priv_init has not finished. Never freed while the runtime runs: a hook
- * that read it just before a switch may still use it.
+ * never one whose priv_init has not finished. One per table, made at its first selection
+ * and never freed while the runtime runs: a hook that read it just before a switch may
+ * still use it (its private block has a grace period of its own, strategy.c).
  */
 struct ma_strategy_use {
 	const struct ma_strategy *s;
-	void *priv;                        /* s->priv_size bytes, NULL if 0 */
+	/* s->priv_size bytes while s is in use; NULL if 0, or once s is no longer in use
+	 * (strategy.c: the block is freed after a grace period). */
+	void *_Atomic priv;
 	/* s->private_levels, read on every nested spawn (private.c) with one load less. */
 	unsigned char private_levels;
-	struct ma_strategy_use *retired;   /* strategy.c: the ones no longer in use */
+	struct ma_strategy_use *next;      /* strategy.c: every use made so far */
 };
 
 /* The strategy in use (never NULL while the runtime runs). */
@@ -246,8 +253,8 @@ int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const vo
 /* The handle last given to ma_strategy_switch, NULL if none since selection. Never read
  * through: an instance may be gone once it is no longer in use. */
 const void *ma_strategy_handle(void) MA_HIDDEN;
-/* Once every worker has stopped (ma_bubbles_stop): frees the private blocks of the
- * strategies no longer in use, which a late concurrent hook might still have read. */
+/* Once every worker has stopped (ma_bubbles_stop): frees the uses and the private blocks
+ * still waiting for their grace period. */
 void ma_strategy_reclaim(void) MA_HIDDEN;
 
 /* ---- dispatchers: the NULL defaults of the hooks live here ---- */

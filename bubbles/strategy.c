@@ -11,8 +11,8 @@
  * whose set-up has not finished. A change makes the new one current before the old one's
  * exit runs, so a hook of the old one that read ma_strategy_cur just before may still be
  * running: an exit must leave what such a late hook reads usable (spread swaps its
- * figures under their lock, for instance), and a private block is freed only once every
- * worker has stopped (ma_strategy_reclaim).
+ * figures under their lock, for instance), and a private block is freed only after a
+ * grace period (below).
  *
  * The strategy lock (ma_strategy.h) serialises changes of strategy and the serialised
  * hooks; it is a spin lock, as the serialised hooks are reached from scheduling points
@@ -62,11 +62,41 @@ static void ma_strategy_lock_give(void)
 	ma_spin_unlock(&ma_strategy_lock);
 }
 
-/* ---- strategies in use, and no longer ---- */
+/* ---- strategies in use, and private blocks no longer in use ---- */
 
-/* Strategies switched away from or deselected, with their private blocks: freed once no
- * hook can read them (ma_strategy_reclaim). Under the strategy lock. */
-static struct ma_strategy_use *ma_strategy_retired;
+/* One use per table ever selected, kept until the runtime stops: a hook that read the
+ * strategy in use just before a switch may still read its use (s, private_levels), so a
+ * use is never freed while the runtime runs, and a table selected again gets its use back
+ * (the uses are as many as the tables, not as the switches). Under the strategy lock. */
+static struct ma_strategy_use *ma_strategy_uses;
+
+/*
+ * Grace periods for private blocks. A concurrent hook (decide_vp_idle, decide_pick,
+ * decide_stray) reads priv without the strategy lock, so a block its strategy no longer
+ * uses is freed only once every VP has left the concurrent hooks it was in when the block
+ * was taken out of use. Each VP counts its entries and exits in its slot's hook_seq (odd
+ * while inside); a retired block keeps a snapshot of every slot taken after the block
+ * left its use, and goes once each VP was outside then, or has moved since. The entry is
+ * a sequentially consistent read-modify-write before priv is read, and the retirement a
+ * sequentially consistent store of NULL before the snapshot: of the two, one sees the
+ * other, so a VP that read the old block was counted inside. Only strategies with a
+ * private block pay the entry (a locked instruction), and only in their concurrent
+ * decision hooks, none of which is on the yield or create path.
+ */
+struct ma_vp_slot {
+	_Alignas(64) atomic_uint hook_seq;
+};
+static struct ma_vp_slot *ma_vp_slots;
+static unsigned ma_nb_vp_slots;
+
+struct ma_retired {
+	struct ma_retired *_Atomic next;
+	const struct ma_strategy *s;    /* its priv_exit runs when the block goes */
+	void *priv;
+	unsigned snap[];                /* hook_seq of each VP when the block was retired */
+};
+/* Under the strategy lock; read without it only to see whether it is empty. */
+static struct ma_retired *_Atomic ma_strategy_retired;
 
 /* The decision hooks' pick views, one per VP (find_next's stack may be a thread's, with
  * little room left when it was preempted: a pick view is 1.7 KiB). Allocated the first
@@ -77,55 +107,137 @@ struct ma_pick_slot {
 };
 static struct ma_pick_slot *ma_pick_slots;
 
-static void ma_use_free(struct ma_strategy_use *u)
+/* The per-VP slots, allocated at the first selection; the strategy lock held. */
+static int ma_slots_ready(const struct ma_strategy *s)
 {
-	free(u->priv);
-	free(u);
-}
-
-/* s, with its zeroed private block, set up (priv_init, then init); the strategy lock
- * held. 0, or ENOMEM or the errno of priv_init or init (nothing left behind). */
-static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **out)
-{
+	unsigned n = ma_rt.nb_vps ? ma_rt.nb_vps : 1;
+	if (!ma_vp_slots) {
+		ma_vp_slots = aligned_alloc(_Alignof(struct ma_vp_slot), n * sizeof(*ma_vp_slots));
+		if (!ma_vp_slots)
+			return ENOMEM;
+		for (unsigned i = 0; i < n; i++)
+			atomic_init(&ma_vp_slots[i].hook_seq, 0);
+		ma_nb_vp_slots = n;
+	}
 	if (s->decide_pick && !ma_pick_slots) {
-		size_t size = ma_rt.nb_vps * sizeof(*ma_pick_slots);
-		ma_pick_slots = aligned_alloc(_Alignof(struct ma_pick_slot), size ? size : sizeof(*ma_pick_slots));
+		ma_pick_slots = aligned_alloc(_Alignof(struct ma_pick_slot), n * sizeof(*ma_pick_slots));
 		if (!ma_pick_slots)
 			return ENOMEM;
 	}
-	struct ma_strategy_use *u = calloc(1, sizeof(*u));
-	if (!u)
-		return ENOMEM;
-	u->s = s;
-	u->private_levels = s->private_levels;
-	if (s->priv_size && !(u->priv = calloc(1, s->priv_size))) {
-		free(u);
-		return ENOMEM;
+	return 0;
+}
+
+/* Entering a concurrent hook on VP vp of the strategy of use u: its private block, NULL
+ * if it has one no longer (switched away from meanwhile: the hook is then not called).
+ * ma_hook_leave(vp) after the hook, whatever this returned. */
+static void *ma_hook_enter(const struct ma_strategy_use *u, unsigned vp)
+{
+	atomic_fetch_add_explicit(&ma_vp_slots[vp].hook_seq, 1, memory_order_seq_cst);
+	return atomic_load_explicit(&u->priv, memory_order_acquire);
+}
+
+static void ma_hook_leave(unsigned vp)
+{
+	/* Release: what the hook read of the block comes before the retirer's acquire
+	 * reading of the count, hence before the block is freed. */
+	atomic_fetch_add_explicit(&ma_vp_slots[vp].hook_seq, 1, memory_order_release);
+}
+
+/* Frees the retired blocks no VP can still be reading (all of them if `all`: every worker
+ * has stopped). The strategy lock held. */
+static void ma_retired_sweep(int all)
+{
+	struct ma_retired *_Atomic *pp = &ma_strategy_retired;
+	struct ma_retired *r;
+	while ((r = atomic_load_explicit(pp, memory_order_relaxed))) {
+		int gone = all;
+		if (!gone) {
+			gone = 1;
+			for (unsigned i = 0; gone && i < ma_nb_vp_slots; i++)
+				gone = !(r->snap[i] & 1) ||
+				       atomic_load_explicit(&ma_vp_slots[i].hook_seq, memory_order_acquire) != r->snap[i];
+		}
+		if (!gone) {
+			pp = &r->next;
+			continue;
+		}
+		atomic_store_explicit(pp, atomic_load_explicit(&r->next, memory_order_relaxed), memory_order_relaxed);
+		if (r->s->priv_exit)
+			r->s->priv_exit(r->priv);
+		free(r->priv);
+		free(r);
 	}
-	int e = s->priv_init ? s->priv_init(u->priv) : 0;
+}
+
+/* Takes u's block out of use (u is no longer the strategy in use) and retires it; the
+ * strategy lock held. */
+static void ma_priv_retire(struct ma_strategy_use *u)
+{
+	void *priv = atomic_load_explicit(&u->priv, memory_order_relaxed);
+	if (!priv)
+		return;
+	atomic_store_explicit(&u->priv, NULL, memory_order_seq_cst);
+	struct ma_retired *r = malloc(sizeof(*r) + ma_nb_vp_slots * sizeof(r->snap[0]));
+	if (!r) {
+		/* Nowhere to note it: the block is lost (never freed, its priv_exit never
+		 * run) rather than freed under a late hook. */
+		return;
+	}
+	r->s = u->s;
+	r->priv = priv;
+	for (unsigned i = 0; i < ma_nb_vp_slots; i++)
+		r->snap[i] = atomic_load_explicit(&ma_vp_slots[i].hook_seq, memory_order_seq_cst);
+	atomic_init(&r->next, atomic_load_explicit(&ma_strategy_retired, memory_order_relaxed));
+	atomic_store_explicit(&ma_strategy_retired, r, memory_order_relaxed);
+}
+
+/* s in use, with a fresh zeroed private block, set up (priv_init, then init); the
+ * strategy lock held. 0, or ENOMEM or the errno of priv_init or init (nothing left
+ * behind but the use itself, kept for the next selection of s). */
+static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **out)
+{
+	int e = ma_slots_ready(s);
+	if (e)
+		return e;
+	struct ma_strategy_use *u = ma_strategy_uses;
+	while (u && u->s != s)
+		u = u->next;
+	if (!u) {
+		if (!(u = calloc(1, sizeof(*u))))
+			return ENOMEM;
+		u->s = s;
+		u->private_levels = s->private_levels;
+		u->next = ma_strategy_uses;
+		ma_strategy_uses = u;
+	}
+	void *priv = NULL;
+	if (s->priv_size && !(priv = calloc(1, s->priv_size)))
+		return ENOMEM;
+	e = s->priv_init ? s->priv_init(priv) : 0;
 	if (!e && s->init) {
 		e = s->init();
 		if (e && s->priv_exit)
-			s->priv_exit(u->priv);
+			s->priv_exit(priv);
 	}
 	if (e) {
-		ma_use_free(u);
+		free(priv);
 		return e;
 	}
+	/* Before u is published (release), or, if u was retired from an earlier selection and
+	 * a late hook still looks at it, seen with its acquire. */
+	atomic_store_explicit(&u->priv, priv, memory_order_release);
 	*out = u;
 	return 0;
 }
 
-/* u is no longer in use (another is current, or none): its exit, its priv_exit, and it
- * waits among the retired; the strategy lock held. */
+/* u is no longer in use (another is current, or none): its exit, then its block retires;
+ * the strategy lock held. */
 static void ma_use_stop(struct ma_strategy_use *u)
 {
 	if (u->s->exit)
 		u->s->exit();
-	if (u->s->priv_exit)
-		u->s->priv_exit(u->priv);
-	u->retired = ma_strategy_retired;
-	ma_strategy_retired = u;
+	ma_priv_retire(u);
+	ma_retired_sweep(0);
 }
 
 int ma_strategy_select(const struct ma_strategy *s)
@@ -157,14 +269,20 @@ void ma_strategy_deselect(void)
 void ma_strategy_reclaim(void)
 {
 	ma_strategy_lock_take();
-	struct ma_strategy_use *u = ma_strategy_retired;
-	ma_strategy_retired = NULL;
+	ma_retired_sweep(1);
+	struct ma_strategy_use *u = ma_strategy_uses;
+	ma_strategy_uses = NULL;
 	free(ma_pick_slots);
 	ma_pick_slots = NULL;
+	free(ma_vp_slots);
+	ma_vp_slots = NULL;
+	ma_nb_vp_slots = 0;
 	ma_strategy_lock_give();
 	while (u) {
-		struct ma_strategy_use *next = u->retired;
-		ma_use_free(u);
+		struct ma_strategy_use *next = u->next;
+		/* Still set if the runtime stopped without a deselection (a failed start). */
+		free(atomic_load_explicit(&u->priv, memory_order_relaxed));
+		free(u);
 		u = next;
 	}
 }
@@ -273,13 +391,15 @@ static enum ma_decided ma_decide_serial(const struct ma_strategy_use *want, enum
 		ma_strategy_lock_give();
 		return MA_CHANGED;
 	}
+	if (atomic_load_explicit(&ma_strategy_retired, memory_order_relaxed))
+		ma_retired_sweep(0);
 	ma_serial_hook hook = ma_serial_hook_of(u->s, ev);
 	struct ma_view v;
 	int e = ev == MA_EV_START ? ma_view_build_tree(&v, 0) : ma_view_build_subtree(&v, b, 0);
 	if (!e) {
 		struct ma_dlist l;
 		ma_decide_list(&v, &l);
-		hook(&v, u->priv, &l);
+		hook(&v, atomic_load_explicit(&u->priv, memory_order_relaxed), &l);
 		ma_decide_exec(&v, &l);
 		ma_view_release(&v);
 	}
@@ -450,14 +570,18 @@ int ma_strategy_vp_idle(struct ma_worker *w)
 	/* NULL: nothing to make visible. */
 	if (!u->s->decide_vp_idle)
 		return 0;
+	unsigned done = 0;
+	const void *priv = u->s->priv_size ? ma_hook_enter(u, w->vp) : NULL;
 	struct ma_view v;
-	if (ma_view_build_vp(&v, w, 0))
-		return 0;
-	struct ma_dlist l;
-	ma_decide_list(&v, &l);
-	u->s->decide_vp_idle(&v, u->priv, &l);
-	unsigned done = ma_decide_exec(&v, &l);
-	ma_view_release(&v);
+	if ((priv || !u->s->priv_size) && !ma_view_build_vp(&v, w, 0)) {
+		struct ma_dlist l;
+		ma_decide_list(&v, &l);
+		u->s->decide_vp_idle(&v, priv, &l);
+		done = ma_decide_exec(&v, &l);
+		ma_view_release(&v);
+	}
+	if (u->s->priv_size)
+		ma_hook_leave(w->vp);
 	return done != 0;
 }
 
@@ -468,14 +592,21 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 		u->s->stray(w, t);
 		return;
 	}
-	struct ma_view v;
-	if (u && u->s->decide_stray && !ma_view_build_thread(&v, t, 0)) {
-		struct ma_dlist l;
-		ma_decide_list(&v, &l);
-		u->s->decide_stray(&v, u->priv, &l);
-		ma_decide_exec(&v, &l);
-		ma_view_release(&v);
-		return;
+	if (u && u->s->decide_stray) {
+		const void *priv = u->s->priv_size ? ma_hook_enter(u, w->vp) : NULL;
+		struct ma_view v;
+		int built = (priv || !u->s->priv_size) && !ma_view_build_thread(&v, t, 0);
+		if (built) {
+			struct ma_dlist l;
+			ma_decide_list(&v, &l);
+			u->s->decide_stray(&v, priv, &l);
+			ma_decide_exec(&v, &l);
+			ma_view_release(&v);
+		}
+		if (u->s->priv_size)
+			ma_hook_leave(w->vp);
+		if (built)
+			return;
 	}
 	atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
 }
@@ -485,8 +616,15 @@ enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_w
 {
 	/* Published before u (ma_use_start): there for every strategy with decide_pick. */
 	struct ma_pick_view *pv = &ma_pick_slots[w->vp].pv;
+	const void *priv = NULL;
+	if (u->s->priv_size && !(priv = ma_hook_enter(u, w->vp))) {
+		ma_hook_leave(w->vp);
+		return MA_PICK_SERVE;
+	}
 	ma_pick_view_fill(pv, w, rq, b, 0);
-	struct ma_decision d = u->s->decide_pick(pv, u->priv);
+	struct ma_decision d = u->s->decide_pick(pv, priv);
+	if (u->s->priv_size)
+		ma_hook_leave(w->vp);
 	if (d.entity != pv->b.id)
 		return MA_PICK_SERVE;
 	if (d.kind == MA_D_BURST && d.item == pv->item)

@@ -1036,9 +1036,21 @@ static void t_tick(const struct ma_view *v, void *priv, struct ma_dlist *out)
 	push(out, (struct ma_decision){ .kind = MA_D_GATHER, .entity = v->root->id });
 }
 
+/* Holding a concurrent hook (dispatch_grace): t_vp_idle waits while idle_hold is set,
+ * with idle_inside set and the block it got in idle_priv. */
+static atomic_int idle_hold, idle_inside;
+static const struct tpriv *_Atomic idle_priv;
+
 static void t_vp_idle(const struct ma_view *v, const void *priv, struct ma_dlist *out)
 {
-	(void)priv;
+	if (atomic_load(&idle_hold)) {
+		atomic_store(&idle_priv, priv);
+		atomic_store(&idle_inside, 1);
+		while (atomic_load(&idle_hold))
+			ma_cpu_relax();
+		atomic_store(&idle_inside, 0);
+		return;
+	}
 	atomic_fetch_add(&idles, 1);
 	atomic_store(&idle_self, v->self_vp);
 	for (unsigned i = 0; i < v->nb_waiting; i++)
@@ -1345,9 +1357,9 @@ START_TEST(null_decides)
 }
 END_TEST
 
-/* Private blocks: zeroed, set up before the strategy is current, kept readable after its
- * priv_exit (a late concurrent hook may still read it), and a failed priv_init changes
- * nothing. */
+/* Private blocks: zeroed, set up before the strategy is current, a new one at each
+ * selection, freed (priv_exit first) once no concurrent hook is in, and a failed
+ * priv_init changes nothing. */
 START_TEST(dispatch_switch)
 {
 	start();
@@ -1362,19 +1374,70 @@ START_TEST(dispatch_switch)
 	struct tpriv *first = tp;
 	/* The same strategy again: nothing set up again. */
 	ck_assert_int_eq(ma_strategy_switch(&tstrat, &tstrat, &old), 0);
+	ck_assert_ptr_eq(tp, first);
 	ck_assert_ptr_eq(old, &tstrat);
 	ck_assert_int_eq(tinits, 1);
+	/* Switched away from with no VP in a concurrent hook: freed at once. */
 	use_null();
 	ck_assert_int_eq(texits, 1);
-	ck_assert_uint_eq(first->magic, 0xdead);
 	/* Back again: a new block. */
 	use_test();
 	ck_assert_int_eq(tinits, 2);
 	ck_assert_uint_eq(tp->magic, TMAGIC);
-	ck_assert_uint_eq(first->magic, 0xdead);
-	/* marcel_end deselects it. */
+	/* marcel_end deselects it and frees it. */
 	marcel_end();
 	ck_assert_int_eq(texits, 2);
+}
+END_TEST
+
+static void *idle_in_hook(void *arg)
+{
+	(void)arg;
+	ma_strategy_vp_idle(ma_worker_self());
+	return NULL;
+}
+
+static void wait_flag(atomic_int *f, int want)
+{
+	for (int i = 0; atomic_load(f) != want; i++) {
+		ck_assert_msg(i < 5000, "the held hook did not %s in 5 s", want ? "enter" : "leave");
+		sleep_ms(1);
+	}
+}
+
+/* A VP still inside a concurrent hook of a strategy switched away from keeps its block
+ * alive and set up (no priv_exit) until it leaves; the next switch then frees it. */
+START_TEST(dispatch_grace)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	use_test();
+	struct tpriv *first = tp;
+	atomic_store(&idle_hold, 1);
+	marcel_attr_t a = ma_test_attr_on_vp(other_vp());
+	marcel_t th;
+	ck_assert_int_eq(marcel_create(&th, &a, idle_in_hook, NULL), 0);
+	wait_flag(&idle_inside, 1);
+	ck_assert_ptr_eq(atomic_load(&idle_priv), first);
+	use_null();
+	/* Another switch sweeps too: still held, and so is the block retired meanwhile (a
+	 * grace period waits for the VPs, whatever block they hold). */
+	use_test();
+	use_null();
+	ck_assert_int_eq(tinits, 2);
+	ck_assert_int_eq(texits, 0);
+	ck_assert_uint_eq(first->magic, TMAGIC);
+	atomic_store(&idle_hold, 0);
+	wait_flag(&idle_inside, 0);
+	ck_assert_int_eq(marcel_join(th, NULL), 0);
+	/* Left: the next sweep (a switch) frees both. */
+	use_test();
+	ck_assert_int_eq(texits, 2);
+	marcel_end();
+	ck_assert_int_eq(texits, 3);
 }
 END_TEST
 
@@ -1398,6 +1461,7 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, dispatch_pick);
 	tcase_add_test(tc, dispatch_vp_idle_stray);
 	tcase_add_test(tc, dispatch_switch);
+	tcase_add_test(tc, dispatch_grace);
 	tcase_add_test(tc, null_decides);
 }
 
