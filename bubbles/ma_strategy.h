@@ -155,13 +155,16 @@ struct ma_strategy {
 	 * pv->item: serve it here, burst it here, or move it?
 	 * Called by: ma_bubble_picked (the pick core hook), for every closed bubble find_next
 	 * meets, on find_next's hottest bubble path.
-	 * View: ma_pick_view_fill, without its children items (nb_kids 0). Locks: that run
-	 * queue's, held by the caller. Concurrent: priv read-only. Bounded time, no
-	 * allocation, no lock, no call into the runtime.
+	 * View: ma_pick_view_fill, without the children items of the queue (has_kids 0).
+	 * Locks: that run queue's, held by the caller. Concurrent: priv read-only. Bounded
+	 * time, no allocation, no lock, no call into the runtime.
 	 * Returns one decision about pv->b (its entity must be pv->b.id): MA_D_SERVE;
 	 * MA_D_BURST with item pv->item (bursts it on this queue); MA_D_MOVE to another
-	 * queue. Anything else (another entity, a BURST elsewhere, a MOVE to this queue or to
-	 * no queue, another kind) is taken as MA_D_SERVE.
+	 * queue; or any decision with MA_D_KIDS, "ask me again with the children items": the
+	 * dispatcher fills them in (ma_pick_view_kids: every VP below the queue is read, so a
+	 * hook asks only when it needs them) and calls the hook once more, which must then
+	 * answer. Anything else (another entity, a BURST elsewhere, a MOVE to this queue or
+	 * to no queue, another kind, MA_D_KIDS twice) is taken as MA_D_SERVE.
 	 * NULL: serve.
 	 */
 	struct ma_decision (*decide_pick)(const struct ma_pick_view *pv, const void *priv);

@@ -180,8 +180,8 @@ static inline int ma_view_sees(const struct ma_view *v, int q, unsigned vp)
 
 /* find_next met a closed bubble at the head of a queue: what the pick hook may know. It is
  * filled under that queue's lock with a handful of loads, no allocation and no walk of
- * the bubble tree. */
-#define MA_PICK_MAXKIDS 64
+ * the bubble tree. The children items cost a read of every VP below each of them, so
+ * they are filled in only when the hook asks for them (MA_D_KIDS). */
 struct ma_pick_kid {
 	int item;                     /* a child item of the queue that has VPs */
 	unsigned nb_vps;
@@ -193,11 +193,31 @@ struct ma_pick_view {
 	struct ma_vnode b;            /* the bubble (no parent, no children) */
 	int item;                     /* the queue it was met on */
 	int self_vp;
-	/* The queue's children items with VPs, when asked for (MA_PICK_KIDS): at most
-	 * MA_PICK_MAXKIDS of them, in index order; an item's queue only. */
-	unsigned nb_kids;
-	struct ma_pick_kid kids[MA_PICK_MAXKIDS];
+	/* The queue's children items with VPs, in index order, once asked for: has_kids is
+	 * then 1 (nb_kids is 0 on a VP's queue, or a leaf item). kids has room for max_kids,
+	 * as many as the widest item of the topology has children with VPs. */
+	unsigned char has_kids;
+	unsigned nb_kids, max_kids;
+	struct ma_pick_kid *kids;
 };
+
+/* Whether queue q of pick view pv is a VP's own queue (not an item's). */
+static inline int ma_pick_on_vp(const struct ma_pick_view *pv)
+{
+	return pv->item >= (int)pv->topo->nb_levels;
+}
+
+/* The item of VP vp's path (its leaf first, the machine last) whose kinds include `kind`
+ * (enum ma_level_kind, or several); none: the leaf for a core or a PU (a VP's leaf holds
+ * its PU), else the machine. As a queue number. */
+static inline int ma_topo_path_item(const struct ma_topo *t, unsigned vp, unsigned kind)
+{
+	const struct ma_level *l = t->vps[vp].leaf;
+	for (const struct ma_level *x = l; x; x = x->parent)
+		if (x->kinds & kind)
+			return (int)x->id;
+	return kind == MA_LEVEL_CORE || kind == MA_LEVEL_PU ? (int)l->id : 0;
+}
 
 /* ---- decisions ---- */
 
@@ -219,6 +239,7 @@ enum ma_dkind {
 #define MA_D_UNSTRAY 4u   /* STEAL, MOVE of a thread: clear the mark */
 #define MA_D_GUARD 8u     /* STEAL: check the guard below with fresh loads */
 #define MA_D_OUTSIDE 16u  /* WAKE: a VP that does not look at `item` */
+#define MA_D_KIDS 32u     /* pick: no answer yet; ask again with the children items */
 
 struct ma_decision {
 	enum ma_dkind kind;

@@ -69,13 +69,17 @@ unsigned ma_view_nb_nodes(const struct ma_view *v) MA_HIDDEN;
 
 /*
  * find_next met closed bubble b at the head of rq, rq locked by the caller: the pick view,
- * from a handful of loads of b's fields (without its lock) and, with MA_PICK_KIDS, the
- * counters of rq's children items (ma_rq_subtree_load's measure). Allocates nothing,
- * takes no lock.
+ * from a handful of loads of b's fields (without its lock), without the children items
+ * (has_kids 0). Allocates nothing, takes no lock. pv->kids and max_kids are left as they
+ * are (the caller's storage).
  */
-#define MA_PICK_KIDS 1u
 void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq,
-		       struct ma_bubble *b, unsigned flags) MA_HIDDEN;
+		       struct ma_bubble *b) MA_HIDDEN;
+/* Fills in pick view pv's children items of rq (ma_rq_subtree_load's measure), at most
+ * pv->max_kids of them; rq locked by the caller. */
+void ma_pick_view_kids(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq) MA_HIDDEN;
+/* Children items with VPs of the widest item: the room a pick view's kids need. */
+unsigned ma_pick_max_kids(void) MA_HIDDEN;
 
 /* Queue numbers (ma_view.h) of the runtime's run queues, and back (NULL if out of range). */
 int ma_view_queue_number(const struct ma_runqueue *rq) MA_HIDDEN;

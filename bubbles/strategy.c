@@ -98,14 +98,18 @@ struct ma_retired {
 /* Under the strategy lock; read without it only to see whether it is empty. */
 static struct ma_retired *_Atomic ma_strategy_retired;
 
-/* The decision hooks' pick views, one per VP (find_next's stack may be a thread's, with
- * little room left when it was preempted: a pick view is 1.7 KiB). Allocated the first
- * time a strategy with decide_pick is selected, before it is published; a VP's own is
- * only written by find_next on that VP, under the queue's lock it holds. */
-struct ma_pick_slot {
-	_Alignas(64) struct ma_pick_view pv;
-};
-static struct ma_pick_slot *ma_pick_slots;
+/* The decision hooks' pick views, one per VP, each followed by the room of its children
+ * items (find_next's stack may be a thread's, with little room left when it was
+ * preempted). Allocated the first time a strategy with decide_pick is selected, before it
+ * is published; a VP's own is only written by find_next on that VP, under the queue's
+ * lock it holds. */
+static char *ma_pick_slots;
+static size_t ma_pick_stride;
+
+static struct ma_pick_view *ma_pick_slot(unsigned vp)
+{
+	return (struct ma_pick_view *)(ma_pick_slots + vp * ma_pick_stride);
+}
 
 /* The per-VP slots, allocated at the first selection; the strategy lock held. */
 static int ma_slots_ready(const struct ma_strategy *s)
@@ -120,9 +124,18 @@ static int ma_slots_ready(const struct ma_strategy *s)
 		ma_nb_vp_slots = n;
 	}
 	if (s->decide_pick && !ma_pick_slots) {
-		ma_pick_slots = aligned_alloc(_Alignof(struct ma_pick_slot), n * sizeof(*ma_pick_slots));
-		if (!ma_pick_slots)
+		unsigned kids = ma_pick_max_kids();
+		size_t head = (sizeof(struct ma_pick_view) + _Alignof(struct ma_pick_kid) - 1) &
+			      ~(_Alignof(struct ma_pick_kid) - 1);
+		size_t stride = (head + kids * sizeof(struct ma_pick_kid) + 63) & ~(size_t)63;
+		if (!(ma_pick_slots = aligned_alloc(64, n * stride)))
 			return ENOMEM;
+		ma_pick_stride = stride;
+		for (unsigned i = 0; i < n; i++) {
+			struct ma_pick_view *pv = ma_pick_slot(i);
+			pv->kids = (struct ma_pick_kid *)((char *)pv + head);
+			pv->max_kids = kids;
+		}
 	}
 	return 0;
 }
@@ -615,17 +628,22 @@ enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_w
 			      struct ma_bubble *b, struct ma_runqueue **to)
 {
 	/* Published before u (ma_use_start): there for every strategy with decide_pick. */
-	struct ma_pick_view *pv = &ma_pick_slots[w->vp].pv;
+	struct ma_pick_view *pv = ma_pick_slot(w->vp);
 	const void *priv = NULL;
 	if (u->s->priv_size && !(priv = ma_hook_enter(u, w->vp))) {
 		ma_hook_leave(w->vp);
 		return MA_PICK_SERVE;
 	}
-	ma_pick_view_fill(pv, w, rq, b, 0);
+	ma_pick_view_fill(pv, w, rq, b);
 	struct ma_decision d = u->s->decide_pick(pv, priv);
+	/* Asked for the children items: once. */
+	if (d.flags & MA_D_KIDS) {
+		ma_pick_view_kids(pv, w, rq);
+		d = u->s->decide_pick(pv, priv);
+	}
 	if (u->s->priv_size)
 		ma_hook_leave(w->vp);
-	if (d.entity != pv->b.id)
+	if (d.entity != pv->b.id || (d.flags & MA_D_KIDS))
 		return MA_PICK_SERVE;
 	if (d.kind == MA_D_BURST && d.item == pv->item)
 		return MA_PICK_BURST;

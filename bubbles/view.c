@@ -760,7 +760,7 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 }
 
 void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq,
-		       struct ma_bubble *b, unsigned flags)
+		       struct ma_bubble *b)
 {
 	/* Queued on rq, which the caller holds, b cannot be destroyed; its fields are read
 	 * without its lock (find_next meets it out of order), as estimates. */
@@ -793,10 +793,17 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 	/* Without a walk, a load without a hint is its threads as far as they are known. */
 	pv->b.load = hint >= 0 ? (double)hint
 			       : (double)(pv->b.nb_threads > pv->b.nb_cached ? pv->b.nb_threads : pv->b.nb_cached);
+	pv->has_kids = 0;
 	pv->nb_kids = 0;
-	if (!(flags & MA_PICK_KIDS) || rq->vp >= 0)
+}
+
+void ma_pick_view_kids(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	pv->has_kids = 1;
+	pv->nb_kids = 0;
+	if (rq->vp >= 0)
 		return;
-	for (unsigned i = 0; i < rq->level->arity && pv->nb_kids < MA_PICK_MAXKIDS; i++) {
+	for (unsigned i = 0; i < rq->level->arity && pv->nb_kids < pv->max_kids; i++) {
 		const struct ma_level *c = rq->level->children[i];
 		if (!c->nb_vps)
 			continue;
@@ -808,4 +815,18 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 			.mine = w && ma_path_index(w, crq) >= 0,
 		};
 	}
+}
+
+unsigned ma_pick_max_kids(void)
+{
+	unsigned most = 0;
+	for (unsigned i = 0; i < ma_rt.topo.nb_levels; i++) {
+		const struct ma_level *l = &ma_rt.topo.levels[i];
+		unsigned n = 0;
+		for (unsigned c = 0; c < l->arity; c++)
+			n += l->children[c]->nb_vps != 0;
+		if (n > most)
+			most = n;
+	}
+	return most;
 }

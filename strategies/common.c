@@ -27,25 +27,3 @@ unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, 
 	}
 	return n;
 }
-
-struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer)
-{
-	struct ma_runqueue *kids[MARCEL_NBMAXVPS];
-	unsigned n = ma_rq_children(rq, kids, MARCEL_NBMAXVPS);
-	struct ma_runqueue *best = NULL;
-	/* Compare load per VP as load_a * vps_b < load_b * vps_a (no division). */
-	unsigned long best_load = 0, best_vps = 1;
-	int best_mine = 0;
-	for (unsigned i = 0; i < n; i++) {
-		unsigned long load = ma_rq_subtree_load(kids[i]), vps = kids[i]->level->nb_vps;
-		int mine = prefer && ma_path_index(prefer, kids[i]) >= 0;
-		unsigned long long a = (unsigned long long)load * best_vps, b = (unsigned long long)best_load * vps;
-		if (!best || a < b || (a == b && mine && !best_mine)) {
-			best = kids[i];
-			best_load = load;
-			best_vps = vps ? vps : 1;
-			best_mine = mine;
-		}
-	}
-	return best;
-}

@@ -31,9 +31,6 @@ const char *ma_strategy_names(void) MA_HIDDEN;
 /* The run queue of the item covering VP w's path at sched level `kind` (a kind bit), as
  * documented for marcel_entity_setschedlevel; NULL if kind is 0. */
 struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind) MA_HIDDEN;
-/* The child queue of rq (an item queue) with the least load per VP, ties broken toward
- * prefer (a VP whose path it is on), NULL if rq has no child items with VPs. */
-struct ma_runqueue *ma_rq_lightest_child(const struct ma_runqueue *rq, const struct ma_worker *prefer) MA_HIDDEN;
 /* Children item queues of rq that have VPs, in index order (returns the count). */
 unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
 

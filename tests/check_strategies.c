@@ -256,6 +256,238 @@ START_TEST(null_submit_full)
 }
 END_TEST
 
+/* ---- burst ---- */
+
+START_TEST(burst_table)
+{
+	const struct ma_strategy *s = &ma_strategy_burst;
+	ck_assert_str_eq(s->name, "burst");
+	ck_assert_str_eq(s->alias, "explode");
+	ck_assert_ptr_nonnull(s->decide_pick);
+	ck_assert_uint_eq(s->default_timeslice_us, 20000);
+	ck_assert_uint_eq(s->priv_size, 0);
+	ck_assert_ptr_null(s->decide_submit);
+	ck_assert_ptr_null(s->decide_tick);
+	ck_assert_ptr_null(s->decide_vp_idle);
+	ck_assert_ptr_null(s->sched);
+	ck_assert_ptr_null(s->submit);
+	ck_assert_ptr_null(s->tick);
+}
+END_TEST
+
+/* What find_next does with burst's answer (strategy.c's protocol): asks once more with
+ * the children items if told to; *asked says whether it did. */
+static struct ma_decision burst_pick(const struct ma_vt *t, struct ma_pick_view *pv, int *asked)
+{
+	struct ma_decision d = ma_strategy_burst.decide_pick(pv, NULL);
+	*asked = 0;
+	if (d.flags & MA_D_KIDS) {
+		ck_assert(!pv->has_kids);
+		ma_vt_pick_kids(t, pv);
+		d = ma_strategy_burst.decide_pick(pv, NULL);
+		*asked = 1;
+		ck_assert_uint_eq(d.flags & MA_D_KIDS, 0);
+	}
+	ck_assert(d.entity == pv->b.id);
+	return d;
+}
+
+/* A bubble of `threads` cached threads (or counting `counted` threads, blocked ones
+ * included) at `level` (0: none), alone in t's tree. */
+static struct ma_vnode *burst_bubble(struct ma_vt *t, unsigned threads, unsigned counted, int level)
+{
+	struct ma_vnode *b = ma_vt_bubble(t, NULL, BUBBLE(9));
+	for (unsigned i = 0; i < threads; i++)
+		ma_vt_thread(t, b, 200 + i);
+	ma_vt_finish(t, b);
+	b->status = MA_V_CLOSED;
+	b->nb_cached = threads;
+	b->counted = counted != 0;
+	b->nb_threads = counted;
+	b->sched_level = level;
+	return b;
+}
+
+/* The item of VP vp's path at depth `depth`. */
+static int path_at(const struct ma_vt *t, unsigned vp, unsigned depth)
+{
+	int q = ma_vt_vpq(t, vp);
+	while (q >= 0 && t->it[q].depth != depth)
+		q = t->it[q].parent;
+	ck_assert_int_ge(q, 0);
+	return q;
+}
+
+/* The deepest item of vp's path with at least n VPs. */
+static int path_with(const struct ma_vt *t, unsigned vp, unsigned n)
+{
+	for (int q = (int)t->topo.vps[vp].leaf->id; q >= 0; q = t->it[q].parent)
+		if (t->it[q].nb_vps >= n)
+			return q;
+	return 0;
+}
+
+/* On a VP's own queue a bubble is served, whatever it is. */
+START_TEST(burst_serves_on_vp_queue)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	unsigned vp = m->vps - 1;
+	struct ma_vnode *b = burst_bubble(&t, 64, 0, MA_LEVEL_MACHINE);
+	struct ma_vt_pick p;
+	int asked;
+	struct ma_decision d = burst_pick(&t, ma_vt_pick(&t, &p, b, ma_vt_vpq(&t, vp), vp), &asked);
+	ck_assert_int_eq(d.kind, MA_D_SERVE);
+	ck_assert_int_eq(asked, 0);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* Without a level, a bubble goes down, one level at a time, toward the deepest item of
+ * the VP's path with as many VPs as it has threads, and bursts there; the children
+ * items are asked for only to go down. */
+START_TEST(burst_level_from_threads)
+{
+	const struct machine *m = &machines[_i];
+	unsigned vp = m->vps / 2 + 3;
+	for (unsigned threads = 1; threads <= m->vps * 2; threads *= 4) {
+		struct ma_vt t;
+		ma_vt_load(&t, m->spec, m->smt);
+		ma_vt_sum(&t);
+		struct ma_vnode *b = burst_bubble(&t, threads, 0, 0);
+		int target = path_with(&t, vp, threads);
+		/* Met on each item of the VP's path, machine first. */
+		for (unsigned depth = 0; depth <= t.topo.vps[vp].leaf->depth; depth++) {
+			int q = path_at(&t, vp, depth);
+			struct ma_vt_pick p;
+			int asked;
+			struct ma_decision d = burst_pick(&t, ma_vt_pick(&t, &p, b, q, vp), &asked);
+			if (depth >= t.it[target].depth) {
+				ck_assert_msg(d.kind == MA_D_BURST && d.item == q && !asked,
+					      "%u threads met at depth %u: burst there (target depth %u)", threads,
+					      depth, t.it[target].depth);
+			} else {
+				/* An empty machine: every child ties, the VP's own wins. */
+				ck_assert_int_eq(d.kind, MA_D_MOVE);
+				ck_assert_int_eq(asked, 1);
+				ck_assert_int_eq(d.item, path_at(&t, vp, depth + 1));
+			}
+		}
+		ma_vt_free(&t);
+	}
+}
+END_TEST
+
+/* A counted bubble is as big as all its threads, blocked ones included: one ready
+ * thread of 16 does not pull it down to a core. */
+START_TEST(burst_counted_bubble)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	ma_vt_sum(&t);
+	unsigned vp = 5;
+	struct ma_vnode *b = burst_bubble(&t, 1, 16, 0);
+	int target = path_with(&t, vp, 16);
+	ck_assert_uint_ge(t.it[target].nb_vps, 16);
+	struct ma_vt_pick p;
+	int asked;
+	struct ma_decision d = burst_pick(&t, ma_vt_pick(&t, &p, b, target, vp), &asked);
+	ck_assert_int_eq(d.kind, MA_D_BURST);
+	ck_assert_int_eq(d.item, target);
+	/* The same bubble counting nothing: one thread goes down to the VP's leaf. */
+	b->counted = 0;
+	b->nb_threads = 0;
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, target, vp), &asked);
+	ck_assert_int_eq(d.kind, MA_D_MOVE);
+	ck_assert_int_eq(asked, 1);
+	ck_assert(ma_view_within(&t.v, d.item, target) && d.item != target);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* The bubble's own level wins over its size: NUMA nodes for a bubble of 1000 threads;
+ * a level the machine lacks is the machine (or the leaf for a core or a PU). */
+START_TEST(burst_sched_level)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	ma_vt_sum(&t);
+	unsigned vp = m->vps - 2;
+	struct ma_vnode *b = burst_bubble(&t, 1000, 0, MA_LEVEL_NUMA);
+	int numa = ma_topo_path_item(&t.topo, vp, MA_LEVEL_NUMA);
+	ck_assert(t.topo.levels[numa].kinds & MA_LEVEL_NUMA);
+	ck_assert(ma_view_sees(&t.v, numa, vp));
+	struct ma_vt_pick p;
+	int asked;
+	struct ma_decision d = burst_pick(&t, ma_vt_pick(&t, &p, b, numa, vp), &asked);
+	ck_assert(d.kind == MA_D_BURST && d.item == numa);
+	/* Met deeper than its level (moved there by another strategy): bursts where it is. */
+	int leaf = (int)t.topo.vps[vp].leaf->id;
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, leaf, vp), &asked);
+	ck_assert(d.kind == MA_D_BURST && d.item == leaf && !asked);
+	/* Met on the machine: goes down. */
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, 0, vp), &asked);
+	ck_assert_int_eq(d.kind, MA_D_MOVE);
+	ck_assert(ma_view_within(&t.v, numa, d.item));
+	/* Cores: the leaf on a machine whose leaves are PUs. */
+	b->sched_level = MA_LEVEL_CORE;
+	ck_assert_int_eq(ma_topo_path_item(&t.topo, vp, MA_LEVEL_CORE),
+			 m->smt ? t.it[leaf].parent : leaf);
+	/* A kind the machine lacks: the machine, so it bursts there. */
+	b->sched_level = MA_LEVEL_L3;
+	ck_assert_int_eq(ma_topo_path_item(&t.topo, vp, MA_LEVEL_L3), 0);
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, 0, vp), &asked);
+	ck_assert(d.kind == MA_D_BURST && d.item == 0 && !asked);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* Down toward the child with the least work per VP, whichever side the VP is on; on a
+ * tie, the VP's own. */
+START_TEST(burst_lightest_child)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	unsigned vp = 1;                      /* in package 0 */
+	int p0 = ma_vt_item(&t, MA_LEVEL_PACKAGE, 0), p1 = ma_vt_item(&t, MA_LEVEL_PACKAGE, 1);
+	ck_assert(ma_view_sees(&t.v, p0, vp) && !ma_view_sees(&t.v, p1, vp));
+	/* Package 1: its VPs idle, two entities queued; every other VP busy. */
+	for (unsigned v = 0; v < m->vps; v++)
+		ma_vt_vp_state(&t, v, !ma_view_sees(&t.v, p1, v), ma_view_sees(&t.v, p1, v));
+	ma_vt_queue(&t, p1, 2, 0);
+	struct ma_vnode *b = burst_bubble(&t, 2, 0, 0);
+	struct ma_vt_pick p;
+	int asked;
+	struct ma_decision d = burst_pick(&t, ma_vt_pick(&t, &p, b, 0, vp), &asked);
+	ck_assert_int_eq(d.kind, MA_D_MOVE);
+	ck_assert_int_eq(d.item, p1);
+	ck_assert_uint_eq(p.pv.nb_kids, t.topo.levels[0].arity);
+	/* Package 1 as loaded per VP as package 0: a tie, the VP's own. */
+	ma_vt_queue(&t, p1, t.it[p0].nb_vps, 0);
+	ma_vt_finish(&t, b);
+	ck_assert_uint_eq(ma_vitem_work(&t.it[p0]), ma_vitem_work(&t.it[p1]));
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, 0, vp), &asked);
+	ck_assert_int_eq(d.item, p0);
+	/* One more on package 0's queue: package 1 (the first of the lightest, none the
+	 * VP's own). */
+	ma_vt_queue(&t, p0, 1, 0);
+	ma_vt_finish(&t, b);
+	d = burst_pick(&t, ma_vt_pick(&t, &p, b, 0, vp), &asked);
+	ck_assert_int_eq(d.item, p1);
+	/* Children without VPs are not candidates: with none left, it bursts where it is. */
+	struct ma_pick_view *pv = ma_vt_pick(&t, &p, b, 0, vp);
+	pv->has_kids = 1;
+	pv->nb_kids = 0;
+	d = ma_strategy_burst.decide_pick(pv, NULL);
+	ck_assert(d.kind == MA_D_BURST && d.item == 0 && !(d.flags & MA_D_KIDS));
+	ma_vt_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -270,6 +502,14 @@ int main(void)
 	tcase_add_loop_test(n, null_submit_wide, 0, NB_MACHINES);
 	tcase_add_test(n, null_submit_full);
 	suite_add_tcase(s, n);
+	TCase *bu = tcase_create("burst");
+	tcase_add_test(bu, burst_table);
+	tcase_add_loop_test(bu, burst_serves_on_vp_queue, 0, NB_MACHINES);
+	tcase_add_loop_test(bu, burst_level_from_threads, 0, NB_MACHINES);
+	tcase_add_loop_test(bu, burst_counted_bubble, 0, NB_MACHINES);
+	tcase_add_loop_test(bu, burst_sched_level, 0, NB_MACHINES);
+	tcase_add_loop_test(bu, burst_lightest_child, 0, NB_MACHINES);
+	suite_add_tcase(s, bu);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -795,10 +795,17 @@ START_TEST(pick_view)
 	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
 	struct ma_worker *w = ma_worker_self();
 	struct ma_runqueue *rq = Q(0);
-	struct ma_pick_view pv;
+	struct ma_pick_kid room[MARCEL_NBMAXVPS];
+	struct ma_pick_view pv = { .kids = room, .max_kids = ma_pick_max_kids() };
+	ck_assert_uint_ge(pv.max_kids, 1);
 	ma_spin_lock(&rq->hold.lock);
-	ma_pick_view_fill(&pv, w, rq, x.bb, MA_PICK_KIDS);
+	ma_pick_view_fill(&pv, w, rq, x.bb);
+	ck_assert_uint_eq(pv.has_kids, 0);
+	ck_assert_uint_eq(pv.nb_kids, 0);
+	ma_pick_view_kids(&pv, w, rq);
 	ma_spin_unlock(&rq->hold.lock);
+	ck_assert_uint_eq(pv.has_kids, 1);
+	ck_assert_ptr_eq(pv.kids, room);
 	ck_assert_ptr_eq(pv.topo, &ma_rt.topo);
 	ck_assert_int_eq(pv.item, 0);
 	ck_assert_int_eq(pv.self_vp, (int)main_vp);
@@ -816,12 +823,15 @@ START_TEST(pick_view)
 		ck_assert_uint_eq(pv.kids[i].work, ma_rq_subtree_load(kids[i]));
 		ck_assert_int_eq(pv.kids[i].mine, ma_path_index(w, kids[i]) >= 0);
 	}
-	/* Without kids, or on a VP's queue: none. */
+	/* Filled again: no kids until asked; on a VP's queue, none. */
 	ma_spin_lock(&rq->hold.lock);
-	ma_pick_view_fill(&pv, w, rq, x.bb, 0);
+	ma_pick_view_fill(&pv, w, rq, x.bb);
 	ma_spin_unlock(&rq->hold.lock);
+	ck_assert_uint_eq(pv.has_kids, 0);
 	ck_assert_uint_eq(pv.nb_kids, 0);
-	ma_pick_view_fill(&pv, w, &w->rq, x.bb, MA_PICK_KIDS);
+	ma_pick_view_fill(&pv, w, &w->rq, x.bb);
+	ma_pick_view_kids(&pv, w, &w->rq);
+	ck_assert_uint_eq(pv.has_kids, 1);
 	ck_assert_uint_eq(pv.nb_kids, 0);
 	ck_assert_int_eq(pv.item, vpq(main_vp));
 	hogs_stop();
@@ -1060,13 +1070,18 @@ static void t_vp_idle(const struct ma_view *v, const void *priv, struct ma_dlist
 							.item = ma_view_vp_queue(v, (unsigned)v->self_vp) });
 }
 
+/* Asked again with the children items (pick_answer carries MA_D_KIDS): answers this. */
+static struct ma_decision pick_second;
+static atomic_int pick_has_kids;
+
 static struct ma_decision t_pick(const struct ma_pick_view *pv, const void *priv)
 {
 	(void)priv;
 	atomic_fetch_add(&picks, 1);
 	atomic_store(&pick_seen, pv->b.id);
 	atomic_store(&pick_kids, (int)pv->nb_kids);
-	return pick_answer;
+	atomic_store(&pick_has_kids, pv->has_kids);
+	return pv->has_kids ? pick_second : pick_answer;
 }
 
 static void t_stray(const struct ma_view *v, const void *priv, struct ma_dlist *out)
@@ -1253,6 +1268,23 @@ START_TEST(dispatch_pick)
 		ck_assert_int_eq(pick_with(rq, x.bb, serves[i], &to), MA_PICK_SERVE);
 		ck_assert_ptr_null(to);
 	}
+	/* Asked again with the children items, once. */
+	struct ma_runqueue *kq[MARCEL_NBMAXVPS];
+	unsigned nk = ma_rq_children(rq, kq, MARCEL_NBMAXVPS);
+	int before = atomic_load(&picks);
+	pick_second = (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y };
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_BURST, .entity = id, .flags = MA_D_KIDS },
+				   &to), MA_PICK_MOVE);
+	ck_assert_ptr_eq(to, Q(Y));
+	ck_assert_int_eq(atomic_load(&picks), before + 2);
+	ck_assert_int_eq(atomic_load(&pick_has_kids), 1);
+	ck_assert_int_eq(atomic_load(&pick_kids), (int)nk);
+	/* Asking twice is a serve. */
+	pick_second.flags = MA_D_KIDS;
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_BURST, .entity = id, .flags = MA_D_KIDS },
+				   &to), MA_PICK_SERVE);
+	ck_assert_int_eq(atomic_load(&picks), before + 4);
+	pick_second = (struct ma_decision){ 0 };
 	/* The whole of find_next's bubble branch: moved, then burst there. */
 	pick_answer = (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y };
 	ma_spin_lock(&rq->hold.lock);

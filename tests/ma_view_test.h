@@ -245,6 +245,54 @@ static inline void ma_vt_finish(struct ma_vt *t, struct ma_vnode *root)
 	ma_vt_sum(t);
 }
 
+/* A pick view with room for its children items. */
+#define MA_VT_PICK_KIDS 64u
+struct ma_vt_pick {
+	struct ma_pick_view pv;
+	struct ma_pick_kid kids[MA_VT_PICK_KIDS];
+};
+
+/* The pick view of closed bubble b (made by ma_vt_bubble; its totals synthesized by
+ * ma_vt_finish) met on queue q by VP vp, as ma_pick_view_fill makes it: without the
+ * children items. */
+static inline struct ma_pick_view *ma_vt_pick(struct ma_vt *t, struct ma_vt_pick *p, const struct ma_vnode *b,
+					      int q, unsigned vp)
+{
+	memset(p, 0, sizeof(*p));
+	p->pv.topo = &t->topo;
+	p->pv.b = *b;
+	p->pv.b.parent = NULL;
+	p->pv.b.children = NULL;
+	p->pv.b.nb_children = 0;
+	p->pv.b.item = p->pv.b.queued_item = q;
+	p->pv.item = q;
+	p->pv.self_vp = (int)vp;
+	p->pv.kids = p->kids;
+	p->pv.max_kids = MA_VT_PICK_KIDS;
+	return &p->pv;
+}
+
+/* Fills in pick view pv's children items as ma_pick_view_kids does, from t's counters. */
+static inline void ma_vt_pick_kids(const struct ma_vt *t, struct ma_pick_view *pv)
+{
+	pv->has_kids = 1;
+	pv->nb_kids = 0;
+	if (pv->item >= (int)t->topo.nb_levels)
+		return;
+	const struct ma_level *l = &t->topo.levels[pv->item];
+	for (unsigned i = 0; i < l->arity && pv->nb_kids < pv->max_kids; i++) {
+		const struct ma_level *c = l->children[i];
+		if (!c->nb_vps)
+			continue;
+		pv->kids[pv->nb_kids++] = (struct ma_pick_kid){
+			.item = (int)c->id,
+			.nb_vps = c->nb_vps,
+			.work = ma_vitem_work(&t->it[c->id]),
+			.mine = ma_view_sees(&t->v, (int)c->id, (unsigned)pv->self_vp),
+		};
+	}
+}
+
 /* A decision list with its storage. */
 #define MA_VT_LIST_MAX 4096
 struct ma_vt_list {
