@@ -416,63 +416,109 @@ static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
 	n->cpu_ns = atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
 }
 
-/* Adds bubble b (locked by the caller) and its subtree below `in` (the slot of b's
- * parent, locked too; NULL for the view's root). Each sub-bubble is locked while b is,
- * parent first. Returns b's slot, NULL if memory ran out. */
-static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *b, struct ma_vslot *in)
+/* A bubble of the tree walk in progress (ma_view_bubble), in the view's arena. */
+struct ma_vframe {
+	struct ma_bubble *b;          /* locked while its frame is open */
+	struct ma_vslot *s;
+	struct ma_list *pos;          /* the next member to look at */
+	const struct ma_vnode **kids;
+	unsigned cap, k;
+	double load;
+	int vp;
+	struct ma_vframe *up;         /* the frame of b's parent, NULL for the walk's root */
+};
+
+/* Opens bubble b (locked by the caller), below frame `up` (NULL: the walk's root, whose
+ * parent slot is `in`). NULL if memory ran out for its slot or its frame. */
+static struct ma_vframe *ma_vframe_open(struct ma_view_rt *rt, struct ma_bubble *b, struct ma_vslot *in,
+					 struct ma_vframe *up)
 {
 	struct ma_vslot *s = ma_slot_new(rt, &b->e, in ? ma_bubble_of_entity(in->e) : NULL);
-	if (!s)
+	struct ma_vframe *f = s ? ma_arena_alloc(rt, sizeof(*f)) : NULL;
+	if (!f)
 		return NULL;
 	ma_view_fill_bubble(s, b);
 	s->n.parent = in ? &in->n : NULL;
+	*f = (struct ma_vframe){ .b = b, .s = s, .pos = b->members.next, .vp = -1, .up = up };
 	/* A bubble private to a VP is that VP's alone (private.c): a public one never holds
 	 * one, this only keeps a view from reading one if that ever changes. */
 	if (atomic_load_explicit(&b->unit.private_w, memory_order_relaxed))
-		return s;
-	unsigned cap = b->nb_members;
-	const struct ma_vnode **kids = cap ? ma_arena_alloc(rt, cap * sizeof(*kids)) : NULL;
-	if (cap && !kids)
-		return s;
-	unsigned k = 0;
-	double load = 0;
-	int vp = -1;
-	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
-		if (k >= cap)
-			break;
-		struct ma_vslot *c;
-		if (m->type == MA_TASK_ENTITY) {
-			c = ma_slot_new(rt, m, b);
-			if (c) {
-				ma_view_fill_task(c, ma_task_of_entity(m));
-				c->n.parent = &s->n;
-				if (b != ma_root_bubble && s->status == MA_BUBBLE_OPENED)
-					c->n.home = s->n.item;
+		f->pos = &b->members;
+	else if ((f->cap = b->nb_members) && !(f->kids = ma_arena_alloc(rt, f->cap * sizeof(*f->kids))))
+		f->cap = 0;
+	return f;
+}
+
+/* c is the next child of f's bubble: its totals go into the bubble's. */
+static void ma_vframe_add(struct ma_vframe *f, const struct ma_vslot *c)
+{
+	struct ma_vslot *s = f->s;
+	f->kids[f->k++] = &c->n;
+	s->n.nb_threads += c->n.nb_threads;
+	s->n.nb_ready += c->n.nb_ready;
+	s->n.nb_running += c->n.nb_running;
+	s->n.cpu_ns += c->n.cpu_ns;
+	s->memory |= c->memory;
+	f->load += c->n.load;
+	if (c->n.last_vp != -1)
+		f->vp = f->vp == -1 || f->vp == c->n.last_vp ? c->n.last_vp : MA_V_SEVERAL;
+}
+
+/*
+ * Adds bubble b (locked by the caller) and its subtree below `in` (the slot of b's
+ * parent, locked too; NULL for the view's root). Each sub-bubble is locked while b is,
+ * parent first. Returns b's slot, NULL if memory ran out.
+ *
+ * The walk keeps its own stack of frames in the arena rather than recursing: it may run
+ * on a preempted thread's stack (a bubble closing in the finish of a switch is submitted
+ * there), which promises 4 KiB, and trees nest as deep as the program's recursion.
+ */
+static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *b, struct ma_vslot *in)
+{
+	struct ma_vframe *f = ma_vframe_open(rt, b, in, NULL);
+	if (!f)
+		return NULL;
+	struct ma_vslot *root = f->s;
+	while (f) {
+		struct ma_bubble *x = f->b;
+		if (f->pos != &x->members && f->k < f->cap) {
+			struct ma_entity *m = ma_container_of(f->pos, struct ma_entity, member_node);
+			f->pos = f->pos->next;
+			if (m->type == MA_TASK_ENTITY) {
+				struct ma_vslot *c = ma_slot_new(rt, m, x);
+				if (c) {
+					ma_view_fill_task(c, ma_task_of_entity(m));
+					c->n.parent = &f->s->n;
+					if (x != ma_root_bubble && f->s->status == MA_BUBBLE_OPENED)
+						c->n.home = f->s->n.item;
+					ma_vframe_add(f, c);
+				}
+				continue;
 			}
-		} else {
 			struct ma_bubble *sb = ma_bubble_of_entity(m);
 			ma_spin_lock(&sb->hold.lock);
-			c = ma_view_bubble(rt, sb, s);
-			ma_spin_unlock(&sb->hold.lock);
-		}
-		if (!c)
+			struct ma_vframe *down = ma_vframe_open(rt, sb, f->s, f);
+			if (down)
+				f = down;
+			else
+				ma_spin_unlock(&sb->hold.lock);
 			continue;
-		kids[k++] = &c->n;
-		s->n.nb_threads += c->n.nb_threads;
-		s->n.nb_ready += c->n.nb_ready;
-		s->n.nb_running += c->n.nb_running;
-		s->n.cpu_ns += c->n.cpu_ns;
-		s->memory |= c->memory;
-		load += c->n.load;
-		if (c->n.last_vp != -1)
-			vp = vp == -1 || vp == c->n.last_vp ? c->n.last_vp : MA_V_SEVERAL;
+		}
+		/* Every member seen (or no room for more): b's slot is complete. */
+		struct ma_vslot *s = f->s;
+		s->n.children = f->kids;
+		s->n.nb_children = f->k;
+		s->n.last_vp = f->vp;
+		if (s->n.load_hint < 0)
+			s->n.load = f->load;
+		struct ma_vframe *up = f->up;
+		if (up) {
+			ma_spin_unlock(&x->hold.lock);
+			ma_vframe_add(up, s);
+		}
+		f = up;
 	}
-	s->n.children = kids;
-	s->n.nb_children = k;
-	s->n.last_vp = vp;
-	if (s->n.load_hint < 0)
-		s->n.load = load;
-	return s;
+	return root;
 }
 
 /* ---- starting and finishing a view ---- */
