@@ -8,6 +8,7 @@
 #include "ma_strategy.h"
 #include "ma_trace.h"
 #include "ma_hooks.h"
+#include "ma_view_build.h"
 
 /* Lines of their own: the tree lock is written by every VP at every structural change,
  * which would otherwise take away whatever shares its line (the root's entity, read by
@@ -1523,4 +1524,5 @@ void ma_bubbles_stop(void)
 	ma_bubble_hooks_remove();
 	/* Every worker has stopped: no hook of a strategy no longer in use can run. */
 	ma_strategy_reclaim();
+	ma_view_spares_free();
 }

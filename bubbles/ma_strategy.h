@@ -39,13 +39,8 @@
 
 #include "ma_bubble.h"
 
-/* The view and decision types (ma_view.h), which a strategy with decision hooks includes;
- * declared only here, as spread still has a view of its own by that name until it
- * decides on this one (doc/layering-plan.md, step 22). */
-struct ma_view;
-struct ma_pick_view;
-struct ma_decision;
-struct ma_dlist;
+/* The view and decision types the decision hooks take. */
+#include "ma_view.h"
 
 /* What find_next does with a closed bubble it took from a run queue. */
 enum ma_pick {
@@ -65,6 +60,12 @@ struct ma_strategy {
 	 * work (bubbles/private.c): right for a strategy that keeps a woken bubble where it
 	 * started anyway. */
 	unsigned char private_levels;
+	/* Detail every view of its serialised decision hooks is built with (MA_VIEW_READY,
+	 * MA_VIEW_MEMORY, MA_VIEW_PLACED of ma_view.h; each costs locks or a walk), 0:
+	 * the counters and the subtree alone. A hook that needs more only now and then asks
+	 * for it by setting out->again (ma_view.h): the dispatcher carries its list out,
+	 * then calls it again on a view with that detail, twice at most. */
+	unsigned view_detail;
 
 	/* ---- decision hooks: every one optional ---- */
 

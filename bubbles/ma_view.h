@@ -106,8 +106,9 @@ struct ma_vnode {
 				     unit, a bubble not placed, a thread not started) */
 	int queued_item;          /* queue it waits in now, -1: not on a queue's list (running,
 				     blocked, in a bubble's cache, or a bubble not queued) */
-	int home;                 /* threads: queue its bubble is opened on, -1 (main, the
-				     root's threads, a bubble not opened) */
+	int home;                 /* threads, and the bubble a subtree view is about (its
+				     root): queue its parent bubble is opened on, -1 (main,
+				     the root's members, a parent not opened) */
 	int last_item;            /* item it was last taken from (a bubble: last burst on), -1 */
 	int last_vp;              /* thread: VP it last ran on, -1: never; bubble: the VP all
 				     its threads that ran last ran on, -1: none ran,
@@ -134,9 +135,19 @@ struct ma_vnode {
 	const struct ma_vnode *const *children;
 };
 
-/* Detail a view was built with (ma_view.flags). */
-#define MA_VIEW_HAS_READY 1u      /* ma_vitem.ready counts the threads of queued bubbles */
-#define MA_VIEW_HAS_MEMORY 2u     /* ma_vnode.pref_node was asked */
+/* Detail a view is built with, on top of the counters: what a strategy asks for
+ * (ma_strategy.view_detail, ma_dlist.again) and what the view says it has (ma_view.flags).
+ * Each costs locks or a walk. */
+#define MA_VIEW_READY 1u      /* ma_vitem.ready: every queue with entities is locked in
+				 turn and its lists read (closed bubbles count their cache) */
+#define MA_VIEW_MEMORY 2u     /* ma_vnode.pref_node of bubbles with memory attached below
+				 them (their statistics are synthesized, after the walk) */
+#define MA_VIEW_PLACED 4u     /* ma_view.placed: the load already placed on each item, by
+				 a walk of the opened part of the whole tree (its bubbles
+				 locked in turn), the subtree of the view's root left out */
+#define MA_VIEW_HAS_READY MA_VIEW_READY
+#define MA_VIEW_HAS_MEMORY MA_VIEW_MEMORY
+#define MA_VIEW_HAS_PLACED MA_VIEW_PLACED
 
 struct ma_view_rt;
 
@@ -148,6 +159,19 @@ struct ma_view {
 	const struct ma_vitem *items; /* nb_items + nb_vps entries, by queue number */
 	const struct ma_vitem *vps;   /* items + nb_items: the VPs' own queues */
 	const struct ma_vnode *root;  /* the subtree the decision is about; NULL: none */
+	/* With MA_VIEW_HAS_PLACED, per item (nb_items entries): the load statistic of every
+	 * unit scheduled there (on the item's queue or one of its VPs'): threads started and
+	 * not ended but main, their hint or 1; closed bubbles, their load; found below the
+	 * opened bubbles from the root bubble down, leaving the view's root out. With the
+	 * bubbles the walk locked, and the CPU time it took (what such a view costs). */
+	const double *placed;
+	unsigned placed_visits;
+	uint64_t placed_cpu_ns;
+	unsigned char begun;          /* marcel_bubble_sched_begin was called */
+	/* Serialised hooks: the hook was asked again this many times for one event
+	 * (ma_dlist.again), and whether it runs while a list of the same strategy is carried
+	 * out (a GATHER whose bubble closed at once hands it back, say). */
+	unsigned char round, nested;
 	/* Entities waiting on the queues of the VP's neighbourhood (ma_view_build_vp), most
 	 * urgent first queue by queue, each with parent NULL and no children. */
 	const struct ma_vnode *const *waiting;
@@ -262,12 +286,18 @@ struct ma_dlist {
 	struct ma_decision *d;
 	unsigned n, cap;
 	unsigned lost;        /* pushes refused for want of room */
+	/* Set by a serialised hook: once this list is carried out, call the hook again on a
+	 * new view with this detail added (MA_VIEW_HAS_*; MA_VIEW_AGAIN alone: no more
+	 * detail). The dispatcher asks again twice at most. */
+	unsigned again;
 };
+#define MA_VIEW_AGAIN (1u << 31)
 
 static inline void ma_dlist_init(struct ma_dlist *l, struct ma_decision *storage, unsigned cap)
 {
 	l->d = storage;
 	l->n = 0;
+	l->again = 0;
 	l->cap = storage ? cap : 0;
 	l->lost = 0;
 }

@@ -15,12 +15,6 @@
 
 /* ---- view.c: building ---- */
 
-/* Detail a builder is asked for, on top of the counters (each costs locks). */
-#define MA_VIEW_READY 1u      /* ma_vitem.ready: every queue with entities is locked in
-				 turn and its lists read (closed bubbles count their cache) */
-#define MA_VIEW_MEMORY 2u     /* ma_vnode.pref_node of bubbles with memory attached below
-				 them (their statistics are synthesized, after the walk) */
-
 /*
  * The items part alone. Counters are read without locks; the running threads of other
  * VPs under ma_estimate_begin/end, as their bubbles' storage may be reused otherwise.
@@ -58,6 +52,8 @@ int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flag
  * an estimate, as its bubble may be let go of meanwhile. 0, or ENOMEM (v empty).
  */
 int ma_view_build_thread(struct ma_view *v, struct marcel_task *t, unsigned flags) MA_HIDDEN;
+/* Frees the memory kept from released views for the next ones (ma_bubbles_stop). */
+void ma_view_spares_free(void) MA_HIDDEN;
 /* Drops the view's references and frees its memory, in one call; v is empty after it. */
 void ma_view_release(struct ma_view *v) MA_HIDDEN;
 /* Zeroed memory that lives as long as built view v and goes with ma_view_release (the

@@ -392,31 +392,57 @@ enum ma_decided {
 	MA_CHANGED,      /* the strategy in use changed meanwhile: the caller looks again */
 };
 
-/* Under the strategy lock, if the strategy in use still is `want` (the one the caller
- * read, without the lock): the view of event ev (bubble b's subtree, or the whole tree
- * for start), its hook, its list carried out. */
+/*
+ * If the strategy in use still is `want` (the one the caller read, without the lock):
+ * the view of event ev (bubble b's subtree, or the whole tree for start), its hook under
+ * the strategy lock, its list carried out; again if the hook asks.
+ *
+ * Only the hook needs the lock (it reads and writes priv): a submit builds its view
+ * before taking it and carries its list out after letting it go, so that VPs waking
+ * bubbles at once wait for each other only while a hook decides (the executor checks
+ * every decision against what is there then, under the locks it takes). start holds it
+ * throughout, its rounds and the resubmits its GATHERs cause included: those are nested
+ * (ma_view.nested), and no other event may come between its rounds.
+ */
 static enum ma_decided ma_decide_serial(const struct ma_strategy_use *want, enum ma_serial_event ev,
 					struct ma_bubble *b)
 {
-	ma_strategy_lock_take();
-	const struct ma_strategy_use *u = atomic_load_explicit(&ma_strategy_cur, memory_order_relaxed);
-	if (u != want) {
-		ma_strategy_lock_give();
-		return MA_CHANGED;
-	}
-	if (atomic_load_explicit(&ma_strategy_retired, memory_order_relaxed))
-		ma_retired_sweep(0);
-	ma_serial_hook hook = ma_serial_hook_of(u->s, ev);
-	struct ma_view v;
-	int e = ev == MA_EV_START ? ma_view_build_tree(&v, 0) : ma_view_build_subtree(&v, b, 0);
-	if (!e) {
+	int whole = ev == MA_EV_START;
+	if (whole)
+		ma_strategy_lock_take();
+	unsigned flags = want->s->view_detail;
+	int e = 0;
+	/* The first view, and at most two more if the hook asks again. */
+	for (unsigned round = 0; round < 3; round++) {
+		struct ma_view v;
+		e = whole ? ma_view_build_tree(&v, flags) : ma_view_build_subtree(&v, b, flags);
+		if (e)
+			break;
+		if (!whole)
+			ma_strategy_lock_take();
+		const struct ma_strategy_use *u = atomic_load_explicit(&ma_strategy_cur, memory_order_relaxed);
+		if (u != want) {
+			ma_strategy_lock_give();
+			ma_view_release(&v);
+			return MA_CHANGED;
+		}
+		if (atomic_load_explicit(&ma_strategy_retired, memory_order_relaxed))
+			ma_retired_sweep(0);
+		v.round = (unsigned char)round;
+		v.nested = ma_strategy_lock_depth > 1;
 		struct ma_dlist l;
 		ma_decide_list(&v, &l);
-		hook(&v, atomic_load_explicit(&u->priv, memory_order_relaxed), &l);
+		ma_serial_hook_of(u->s, ev)(&v, atomic_load_explicit(&u->priv, memory_order_relaxed), &l);
+		if (!whole)
+			ma_strategy_lock_give();
 		ma_decide_exec(&v, &l);
 		ma_view_release(&v);
+		if (!l.again)
+			break;
+		flags |= l.again & ~MA_VIEW_AGAIN;
 	}
-	ma_strategy_lock_give();
+	if (whole)
+		ma_strategy_lock_give();
 	return e ? MA_UNDECIDED : MA_DECIDED;
 }
 

@@ -6,7 +6,9 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ma_view_build.h"
+#include "ma_strategy.h"
 
 /* ---- the arena ---- */
 
@@ -32,9 +34,58 @@ static size_t ma_arena_round(size_t n)
 	return (n + a - 1) / a * a;
 }
 
+/* First chunks of released views, kept for the next ones: a view is built at every
+ * decision (a submit, an idle turn), and a 16 KiB malloc and free cost more than a small
+ * view's walk. At most MA_ARENA_SPARE; freed when the bubbles layer stops. */
+#define MA_ARENA_SPARE 8
+static ma_spinlock_t ma_arena_spare_lock;
+static struct ma_chunk *ma_arena_spare;
+static unsigned ma_arena_nb_spare;
+
+static struct ma_chunk *ma_chunk_first(void)
+{
+	ma_spin_lock(&ma_arena_spare_lock);
+	struct ma_chunk *c = ma_arena_spare;
+	if (c) {
+		ma_arena_spare = c->next;
+		ma_arena_nb_spare--;
+	}
+	ma_spin_unlock(&ma_arena_spare_lock);
+	return c ? c : malloc(sizeof(*c) + MA_ARENA_CHUNK);
+}
+
+/* c, the first chunk of a released view (MA_ARENA_CHUNK bytes). */
+static void ma_chunk_spare(struct ma_chunk *c)
+{
+	ma_spin_lock(&ma_arena_spare_lock);
+	int keep = ma_arena_nb_spare < MA_ARENA_SPARE;
+	if (keep) {
+		c->next = ma_arena_spare;
+		ma_arena_spare = c;
+		ma_arena_nb_spare++;
+	}
+	ma_spin_unlock(&ma_arena_spare_lock);
+	if (!keep)
+		free(c);
+}
+
+void ma_view_spares_free(void)
+{
+	ma_spin_lock(&ma_arena_spare_lock);
+	struct ma_chunk *c = ma_arena_spare;
+	ma_arena_spare = NULL;
+	ma_arena_nb_spare = 0;
+	ma_spin_unlock(&ma_arena_spare_lock);
+	while (c) {
+		struct ma_chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+}
+
 static struct ma_view_rt *ma_arena_new(void)
 {
-	struct ma_chunk *c = malloc(sizeof(*c) + MA_ARENA_CHUNK);
+	struct ma_chunk *c = ma_chunk_first();
 	if (!c)
 		return NULL;
 	c->next = NULL;
@@ -77,10 +128,13 @@ void ma_view_release(struct ma_view *v)
 		for (struct ma_vslot *s = rt->first; s; s = s->next)
 			if (s->n.is_bubble)
 				ma_bubble_unref(ma_bubble_of_entity(s->e));
-		/* rt lives in the last chunk freed. */
+		/* rt lives in the last chunk, the first one made, which is kept. */
 		for (struct ma_chunk *c = rt->chunks, *next; c; c = next) {
 			next = c->next;
-			free(c);
+			if (next)
+				free(c);
+			else
+				ma_chunk_spare(c);
 		}
 	}
 	memset(v, 0, sizeof(*v));
@@ -537,6 +591,7 @@ static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct
 	v->nb_vps = nv;
 	v->self_vp = self ? (int)self->vp : -1;
 	v->now_ns = ma_clock_ns();
+	v->begun = atomic_load(&ma_sched_begun) != 0;
 	struct ma_vitem *it = ma_arena_alloc(rt, (nl + nv) * sizeof(*it));
 	if (!it) {
 		ma_view_release(v);
@@ -576,8 +631,18 @@ static int ma_view_finish(struct ma_view *v, struct ma_vitem *it, unsigned flags
 				index[i]->n.pref_node = ma_entity_preferred_node(index[i]->e);
 		v->flags |= MA_VIEW_HAS_MEMORY;
 	}
-	if (rt->nb_slots)
+	if (rt->nb_slots > 16) {
 		qsort(index, rt->nb_slots, sizeof(*index), ma_slot_cmp);
+	} else {
+		/* A few slots (most decisions are about a small bubble): insertion. */
+		for (unsigned k = 1; k < rt->nb_slots; k++) {
+			struct ma_vslot *x = index[k];
+			unsigned j = k;
+			for (; j && ma_slot_cmp(&index[j - 1], &x) > 0; j--)
+				index[j] = index[j - 1];
+			index[j] = x;
+		}
+	}
 	rt->index = index;
 	return 0;
 }
@@ -589,6 +654,127 @@ int ma_view_build_items(struct ma_view *v, unsigned flags)
 	return err ? err : ma_view_finish(v, it, flags);
 }
 
+/* ---- what is already placed (MA_VIEW_PLACED) ---- */
+
+/* A bubble of the placed walk: an opened one (its members scheduled on queues count), or
+ * a closed one whose load is summed as ma_entity_load has it (its hint, else its
+ * members': a thread's hint or 1). Kept in the arena: the walk may run on a preempted
+ * thread's stack. */
+struct ma_pframe {
+	struct ma_bubble *b;          /* locked while its frame is open */
+	struct ma_list *pos;
+	struct ma_pframe *up;
+	int closed;
+	int item;                     /* closed, below an opened one: where it is placed */
+	double load;                  /* closed: its members' so far */
+};
+
+static struct ma_pframe *ma_pframe_open(struct ma_view_rt *rt, struct ma_bubble *b, struct ma_pframe *up, int closed,
+					 int item)
+{
+	struct ma_pframe *f = ma_arena_alloc(rt, sizeof(*f));
+	if (f)
+		*f = (struct ma_pframe){ .b = b, .pos = b->members.next, .up = up, .closed = closed, .item = item };
+	return f;
+}
+
+static double ma_hint_or(const struct ma_entity *e, double none)
+{
+	long long h = __atomic_load_n(&e->load_hint, __ATOMIC_RELAXED);
+	return h >= 0 ? (double)h : none;
+}
+
+/* The item of the queue holder h is, -1 if h is not a queue. */
+static int ma_placed_item(struct ma_holder *h)
+{
+	return h && h->type == MA_RUNQUEUE_HOLDER ? (int)ma_rq_of_holder(h)->level->id : -1;
+}
+
+/* Fills placed (nb_levels entries) walking from the root bubble, bubble `skip` left out;
+ * returns the bubbles of opened ones it locked, -1 if memory ran out. */
+static int ma_view_placed_walk(struct ma_view_rt *rt, double *placed, const struct ma_bubble *skip)
+{
+	int visits = 0;
+	struct ma_bubble *r = ma_root_bubble;
+	ma_spin_lock(&r->hold.lock);
+	struct ma_pframe *f = ma_pframe_open(rt, r, NULL, 0, -1);
+	if (!f) {
+		ma_spin_unlock(&r->hold.lock);
+		return -1;
+	}
+	while (f) {
+		struct ma_bubble *x = f->b;
+		if (f->pos == &x->members) {
+			struct ma_pframe *up = f->up;
+			if (f->closed) {
+				if (up->closed)
+					up->load += f->load;
+				else
+					placed[f->item] += f->load;
+			}
+			ma_spin_unlock(&x->hold.lock);
+			f = up;
+			continue;
+		}
+		struct ma_entity *m = ma_container_of(f->pos, struct ma_entity, member_node);
+		f->pos = f->pos->next;
+		if (m->type == MA_TASK_ENTITY) {
+			if (f->closed) {
+				f->load += ma_hint_or(m, 1);
+				continue;
+			}
+			struct marcel_task *t = ma_task_of_entity(m);
+			int item = ma_placed_item(__atomic_load_n(&m->sched_holder, __ATOMIC_ACQUIRE));
+			int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+			if (item >= 0 && st != MA_TASK_BORN && st != MA_TASK_FREE && st != MA_TASK_DEAD && !t->is_main &&
+			    !t->is_idle)
+				placed[item] += ma_hint_or(m, 1);
+			continue;
+		}
+		struct ma_bubble *s = ma_bubble_of_entity(m);
+		if (s == skip && !f->closed)
+			continue;
+		ma_spin_lock(&s->hold.lock);
+		int closed = 1, item = -1;
+		if (!f->closed) {
+			visits++;
+			closed = atomic_load(&s->status) != MA_BUBBLE_OPENED;
+			item = closed ? ma_placed_item(s->e.sched_holder) : -1;
+			if (closed && item < 0) {
+				/* Not placed: nothing of it counts anywhere. */
+				ma_spin_unlock(&s->hold.lock);
+				continue;
+			}
+		}
+		double hint = closed ? ma_hint_or(&s->e, -1) : -1;
+		if (hint >= 0) {
+			if (f->closed)
+				f->load += hint;
+			else
+				placed[item] += hint;
+			ma_spin_unlock(&s->hold.lock);
+			continue;
+		}
+		struct ma_pframe *down = ma_pframe_open(rt, s, f, closed, item);
+		if (!down) {
+			/* Every lock held down the path is let go of on the way back. */
+			ma_spin_unlock(&s->hold.lock);
+			for (; f; f = f->up)
+				ma_spin_unlock(&f->b->hold.lock);
+			return -1;
+		}
+		f = down;
+	}
+	return visits;
+}
+
+static uint64_t ma_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
 {
 	struct ma_vitem *it;
@@ -597,8 +783,24 @@ int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags
 		return err;
 	ma_spin_lock(&b->hold.lock);
 	struct ma_vslot *s = ma_view_bubble(v->rt, b, NULL);
+	if (s)
+		s->n.home = ma_view_home(&b->e);
 	ma_spin_unlock(&b->hold.lock);
 	v->root = s ? &s->n : NULL;
+	if (flags & MA_VIEW_PLACED) {
+		/* After b's lock is let go of: the walk locks from the root down. */
+		uint64_t cpu = ma_thread_cpu_ns();
+		double *placed = ma_arena_alloc(v->rt, v->nb_items * sizeof(*placed));
+		int visits = placed ? ma_view_placed_walk(v->rt, placed, b) : -1;
+		if (visits < 0) {
+			ma_view_release(v);
+			return ENOMEM;
+		}
+		v->placed = placed;
+		v->placed_visits = (unsigned)visits;
+		v->placed_cpu_ns = ma_thread_cpu_ns() - cpu;
+		v->flags |= MA_VIEW_HAS_PLACED;
+	}
 	return ma_view_finish(v, it, flags);
 }
 

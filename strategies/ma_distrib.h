@@ -2,9 +2,8 @@
  * The placement decision of the `spread` and `memory` strategies, as a pure function: a
  * topology and a tree of view nodes in, a burst flag and a topology item per node out.
  * It touches no runtime state, so it can be unit-tested on a synthetic 1024-PU machine
- * without running a thread, and the simulator can run the very same code; the runtime
- * side (spread.c) builds the view from the bubble tree and executes the outcome with the
- * core's primitives.
+ * without running a thread, and the simulator can run the very same code; spread.c
+ * makes its nodes from a view (ma_view.h) and turns the outcome into decisions.
  */
 #ifndef MA_DISTRIB_H
 #define MA_DISTRIB_H
@@ -15,13 +14,11 @@
 #define MA_HIDDEN __attribute__((visibility("hidden")))
 #endif
 
-struct ma_entity;
-
 /* One entity of the tree to place. Inputs are filled by the caller; outputs and scratch
  * are written by ma_distrib_decide. */
 struct ma_dnode {
 	/* ---- inputs ---- */
-	struct ma_entity *e;         /* the runtime's entity (NULL in unit tests); not read */
+	const void *ref;             /* the caller's (the view node it stands for); not read */
 	int is_bubble;
 	/* The load statistic: < 0 means unset, i.e. 1 for a thread and the sum of its
 	 * members' for a bubble (the rule of ma_entity_load). */

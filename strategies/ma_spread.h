@@ -1,20 +1,29 @@
 /*
  * What spread.c shares with memory.c: the two strategies are one decision (distrib.c)
- * with or without the memory preference, and one set of figures kept between submits
- * per strategy. `memory` selects which: 0 for spread, 1 for memory. Callers hold no
- * lock; the functions take the bubble locks they need in the documented order.
+ * with or without the memory preference, made on the view by the same hooks. `memory`
+ * selects which: 0 for spread, 1 for memory; each has its own private block, so its own
+ * placed-load figures. Pure functions of the view and the block (no runtime).
  */
 #ifndef MA_SPREAD_H
 #define MA_SPREAD_H
 
 #include "ma_strategies.h"
+#include "ma_view.h"
 
-/* Sets up (init) or drops (exit) the placed-load figures of spread or memory. */
-int ma_spread_init_common(int memory) MA_HIDDEN;
-void ma_spread_exit_common(int memory) MA_HIDDEN;
-/* Distributes the root bubble's members from the machine down (the strategy's start). */
-void ma_spread_start_common(int memory) MA_HIDDEN;
-/* Decides for closed bubble b below the item its parent is opened on (submit). */
-void ma_spread_submit_common(struct ma_bubble *b, int memory) MA_HIDDEN;
+/* A decision looks at what is already placed (the load of every unit scheduled on each
+ * item, from a view of the whole tree). Such a view costs the whole tree, so its figures
+ * are kept for a while (spread.c, "what is already placed"). */
+struct ma_spread_priv {
+	double *own;              /* per item; NULL until a tree big enough was seen */
+	unsigned nb;              /* entries of own (the topology's items) */
+	int valid;
+	uint64_t at_ns, cost_ns;  /* when the figures were taken, what their view cost */
+	int starting;             /* start gathered the root's opened bubbles and distributes
+				     next: those closing meanwhile wait where their parent is */
+};
+
+void ma_spread_priv_exit(void *priv) MA_HIDDEN;
+void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory) MA_HIDDEN;
+void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory) MA_HIDDEN;
 
 #endif

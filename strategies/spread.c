@@ -1,485 +1,253 @@
 /*
- * spread (and, through ma_spread.h, memory.c): the runtime side of the decision in
- * distrib.c. A decision reads a
- * view of the bubble tree (ma_dnode), taken under the bubble locks the way statistics are
- * synthesized, decides with no lock held, and executes with the core's primitives, top
- * down: a bubble is placed on the item it bursts on, burst there, and only then are its
- * members moved further down (ma_bubble_burst wants it closed and on that queue).
+ * spread (and, through ma_spread.h, memory.c): the decision of distrib.c, made on the
+ * view. The hooks turn the view's nodes into distrib's (struct ma_dnode), decide, and
+ * turn the outcome into decisions, top down: a bubble is placed on the item it bursts
+ * on and burst there (MA_D_BURST), and only then are its members moved further down
+ * (ma_bubble_burst wants it closed and on that queue; the executor checks each step).
  *
  * spread: recursive greedy distribution of the load statistic over the levels, bursting
  * only bubbles too big for one child. memory: the same, but a bubble first goes to the
  * NUMA node holding most of its attached memory.
  *
- * start distributes the root bubble's members at once from the machine (the root stays
- * opened there); submit decides for one bubble below the item its parent is opened on,
- * with what is already placed as the starting load (summed by a walk of the tree, which
- * a big tree does not repeat at every submit: see "what is already placed"); below an
- * item with a single VP there is nothing to decide. init and exit set up and drop the
- * figures kept between walks. shake, tick and sched are the core's defaults
- * (regenerate, serve).
+ * decide_start distributes the root bubble's members at once from the machine (the root
+ * stays opened there), after gathering those of them that are opened; decide_submit
+ * decides for one bubble below the item its parent is opened on, with what is already
+ * placed as the starting load (see "what is already placed"); below an item with a
+ * single VP there is nothing to decide. shake, tick and pick are the dispatchers'
+ * defaults (regenerate, serve).
+ *
+ * The walks of the view's trees keep their own stacks or queues: a submit may be decided
+ * on a preempted thread's stack (ma_strategy.h), and trees nest deep.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include "ma_strategies.h"
-#include "ma_distrib.h"
 #include "ma_spread.h"
+#include "ma_distrib.h"
 
-/* ---- the view ---- */
+/* What a decision places: bubbles, and threads started and not ended but main. */
+static int ma_spread_wants(const struct ma_vnode *n)
+{
+	return n->is_bubble || (n->state != MA_V_BORN && n->state != MA_V_DEAD && !n->is_main);
+}
 
-struct ma_view {
-	int counting;             /* first pass: only count nodes */
-	struct ma_dnode *nodes;
-	unsigned nb, cap;
-	struct ma_dnode **kids;   /* every node's children array, end to end */
-	unsigned nb_kids;
-	struct ma_dnode **top;    /* the entities to place */
+/* The topology item of queue q: a VP's own queue counts on its leaf (distrib decides
+ * on items). */
+static int ma_spread_item(const struct ma_view *v, int q)
+{
+	return q >= (int)v->nb_items ? v->items[q].parent : q;
+}
+
+/* ---- the nodes of a decision ---- */
+
+/* distrib's nodes, made breadth first from the view's: a node's children come after it,
+ * so the array is also the order decisions are carried out in (a bubble burst before
+ * its members move). */
+struct ma_spread_nodes {
+	struct ma_dnode *nodes;       /* one block holding the arrays below too */
+	struct ma_dnode **kids;       /* every node's children array, end to end */
+	int *up;                      /* index of each node's parent, -1 for a top one */
+	unsigned nb, nb_kids, cap;
+	struct ma_dnode **top;
 	unsigned nb_top;
+	unsigned char *flag;          /* scratch of ma_spread_emit and ma_spread_keep_add */
 };
 
-static int ma_view_wants_task(struct marcel_task *t)
+/* Nodes a decision about the entities `tops` (nb of them) takes: them and their wanted
+ * members, down to fixed bubbles. 0 if memory ran out. */
+static unsigned ma_spread_count(const struct ma_vnode *const *tops, unsigned nb)
 {
-	int s = atomic_load_explicit(&t->state, memory_order_relaxed);
-	return s != MA_TASK_BORN && s != MA_TASK_FREE && s != MA_TASK_DEAD && !t->is_main && !t->is_idle;
-}
-
-static double ma_hint(const struct ma_entity *e)
-{
-	long long h = __atomic_load_n(&e->load_hint, __ATOMIC_RELAXED);
-	return h >= 0 ? (double)h : -1;
-}
-
-/* Load of closed unit b (locked), by the rule of ma_entity_load. */
-static double ma_locked_load(struct ma_bubble *b)
-{
-	double h = ma_hint(&b->e);
-	if (h >= 0)
-		return h;
-	double sum = 0;
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m->type == MA_TASK_ENTITY) {
-			double th = ma_hint(m);
-			sum += th >= 0 ? th : 1;
-			continue;
+	unsigned cap = 64, n = 0, count = 0;
+	const struct ma_vnode **stack = malloc(cap * sizeof(*stack));
+	if (!stack)
+		return 0;
+	for (unsigned i = 0; i < nb; i++) {
+		stack[n++] = tops[i];
+		while (n) {
+			const struct ma_vnode *x = stack[--n];
+			count++;
+			if (!x->is_bubble || x->fixed_item >= 0)
+				continue;
+			if (n + x->nb_children > cap) {
+				unsigned more = 2 * (n + x->nb_children);
+				const struct ma_vnode **s = realloc(stack, more * sizeof(*stack));
+				if (!s) {
+					free(stack);
+					return 0;
+				}
+				stack = s;
+				cap = more;
+			}
+			for (unsigned k = 0; k < x->nb_children; k++)
+				if (ma_spread_wants(x->children[k]))
+					stack[n++] = x->children[k];
 		}
-		struct ma_bubble *s = ma_bubble_of_entity(m);
-		ma_spin_lock(&s->hold.lock);
-		sum += ma_locked_load(s);
-		ma_spin_unlock(&s->hold.lock);
 	}
-	return sum;
+	free(stack);
+	return count;
 }
 
-static struct ma_dnode *ma_view_new(struct ma_view *v, struct ma_entity *e, int is_bubble)
+static struct ma_dnode *ma_spread_node(struct ma_spread_nodes *m, const struct ma_view *v,
+				       const struct ma_vnode *n, int up, int memory)
 {
-	if (v->counting) {
-		v->nb++;
-		return NULL;
-	}
-	if (v->nb >= v->cap)
-		return NULL; /* the tree grew since it was counted: the rest stays where it is */
-	struct ma_dnode *x = &v->nodes[v->nb++];
-	if (is_bubble) /* the view outlives the locks it was built under (ma_view_free) */
-		ma_bubble_ref(ma_bubble_of_entity(e));
+	struct ma_dnode *x = &m->nodes[m->nb];
+	m->up[m->nb++] = up;
+	int fixed = n->fixed_item >= 0 ? ma_spread_item(v, n->fixed_item) : -1;
 	*x = (struct ma_dnode){
-		.e = e,
-		.is_bubble = is_bubble,
-		.load = ma_hint(e),
-		.sched_level = __atomic_load_n(&e->sched_level, __ATOMIC_RELAXED),
-		.fixed_item = -1,
-		.pref_node = -1,
+		.ref = n,
+		.is_bubble = n->is_bubble,
+		/* Unset: distrib sums the members it is given; a fixed bubble is not looked
+		 * into, so it comes with its whole load (hint, or every member's). */
+		.load = fixed >= 0 && n->is_bubble ? n->load : n->load_hint,
+		.sched_level = n->sched_level,
+		.fixed_item = fixed,
+		.pref_node = memory && fixed < 0 && (v->flags & MA_VIEW_HAS_MEMORY) ? n->pref_node : -1,
 	};
 	return x;
 }
 
-static struct ma_dnode *ma_view_task(struct ma_view *v, struct marcel_task *t)
+/* Makes the nodes of the entities `tops` (nb of them) and their wanted members. 0 or
+ * ENOMEM. */
+static int ma_spread_nodes_make(struct ma_spread_nodes *m, const struct ma_view *v,
+				const struct ma_vnode *const *tops, unsigned nb, int memory)
 {
-	struct ma_dnode *x = ma_view_new(v, &t->e, 0);
-	if (x && t->pinned) {
-		/* Left where its VP set put it; its load still counts there. */
-		struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
-		x->fixed_item = h && h->type == MA_RUNQUEUE_HOLDER ? (int)ma_rq_of_holder(h)->level->id : 0;
-	}
-	return x;
-}
-
-/* pref_node while the view is built: memory is attached in the node's subtree (or, for a
- * fixed bubble, maybe: it is not looked into), so ma_view_build asks for its node. */
-#define MA_VIEW_MEMORY (-2)
-
-/* Bubble b is locked by the caller. */
-static struct ma_dnode *ma_view_bubble(struct ma_view *v, struct ma_bubble *b)
-{
-	struct ma_dnode *x = ma_view_new(v, &b->e, 1);
-	int fixed = __atomic_load_n(&b->fixed_item, __ATOMIC_RELAXED);
-	if (x && (b->ranges || fixed >= 0))
-		x->pref_node = MA_VIEW_MEMORY;
-	if (fixed >= 0) {
-		/* scheduleonlevel: the core keeps it on its item; only its load matters here. */
-		if (x) {
-			x->fixed_item = fixed;
-			x->load = ma_locked_load(b);
-		}
-		return x;
-	}
-	if (!v->counting && !x)
-		return NULL;
-	unsigned want = 0, all = 0, added = 0, base = v->nb_kids;
-	if (!v->counting) {
-		for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-			struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-			want += m->type == MA_BUBBLE_ENTITY || ma_view_wants_task(ma_task_of_entity(m));
-		}
-		all = want;
-		if (want > v->cap - v->nb_kids)
-			want = v->cap - v->nb_kids;
-		v->nb_kids += want;
-	}
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		if (!v->counting && added == want)
-			break;
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		struct ma_dnode *c;
-		if (m->type == MA_TASK_ENTITY) {
-			if (!ma_view_wants_task(ma_task_of_entity(m)))
-				continue;
-			c = ma_view_task(v, ma_task_of_entity(m));
-		} else {
-			/* Inside a closed bubble every sub-bubble is closed and woken. */
-			struct ma_bubble *s = ma_bubble_of_entity(m);
-			ma_spin_lock(&s->hold.lock);
-			c = ma_view_bubble(v, s);
-			ma_spin_unlock(&s->hold.lock);
-		}
-		if (c)
-			v->kids[base + added++] = c;
-	}
-	if (x) {
-		x->children = v->kids + base;
-		x->nb_children = added;
-		/* Members left out of a view that outgrew its room may hold memory. */
-		if (added < all)
-			x->pref_node = MA_VIEW_MEMORY;
-	}
-	return x;
-}
-
-static void ma_view_top(struct ma_view *v, struct ma_dnode *x)
-{
-	if (x && v->nb_top < v->cap)
-		v->top[v->nb_top++] = x;
-}
-
-/* What a decision is made on: closed bubble b, or (b NULL) the root's members that are
- * closed bubbles or threads. */
-static void ma_view_walk(struct ma_view *v, struct ma_bubble *b)
-{
-	if (b) {
-		ma_spin_lock(&b->hold.lock);
-		ma_view_top(v, ma_view_bubble(v, b));
-		ma_spin_unlock(&b->hold.lock);
-		return;
-	}
-	struct ma_bubble *r = ma_root_bubble;
-	ma_spin_lock(&r->hold.lock);
-	for (struct ma_list *l = r->members.next; l != &r->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m->type == MA_TASK_ENTITY) {
-			if (ma_view_wants_task(ma_task_of_entity(m)))
-				ma_view_top(v, ma_view_task(v, ma_task_of_entity(m)));
-			continue;
-		}
-		struct ma_bubble *s = ma_bubble_of_entity(m);
-		ma_spin_lock(&s->hold.lock);
-		/* Bubbles still closing are submitted on their own once every thread is back. */
-		if (s->woken && atomic_load(&s->status) == MA_BUBBLE_CLOSED)
-			ma_view_top(v, ma_view_bubble(v, s));
-		ma_spin_unlock(&s->hold.lock);
-	}
-	ma_spin_unlock(&r->hold.lock);
-}
-
-/* Builds the view: counts, allocates, fills. 0 or ENOMEM. */
-static int ma_view_build(struct ma_view *v, struct ma_bubble *b, int memory)
-{
-	*v = (struct ma_view){ .counting = 1 };
-	ma_view_walk(v, b);
-	/* Room for some growth in between. */
-	unsigned cap = v->nb + v->nb / 8 + 16;
-	*v = (struct ma_view){ .cap = cap };
-	v->nodes = malloc(cap * sizeof(*v->nodes));
-	v->kids = malloc(cap * sizeof(*v->kids));
-	v->top = malloc(cap * sizeof(*v->top));
-	if (!v->nodes || !v->kids || !v->top)
+	memset(m, 0, sizeof(*m));
+	unsigned cap = ma_spread_count(tops, nb);
+	if (!cap)
+		return nb ? ENOMEM : 0;
+	m->cap = cap;
+	/* The largest alignment first. */
+	m->nodes = malloc(cap * (sizeof(*m->nodes) + sizeof(*m->kids) + sizeof(*m->top) + sizeof(*m->up) + 1));
+	if (!m->nodes)
 		return ENOMEM;
-	ma_view_walk(v, b);
-	/* A bubble with memory below it is one with memory of its own or in a sub-bubble's
-	 * subtree; children come after their parent. Only those are asked for their node:
-	 * asking synthesizes the statistics of the whole subtree. */
-	for (unsigned i = v->nb; i-- > 0;) {
-		struct ma_dnode *x = &v->nodes[i];
-		for (unsigned k = 0; k < x->nb_children && x->pref_node != MA_VIEW_MEMORY; k++)
-			if (x->children[k]->pref_node == MA_VIEW_MEMORY)
-				x->pref_node = MA_VIEW_MEMORY;
-	}
-	for (unsigned i = 0; i < v->nb; i++) {
-		struct ma_dnode *x = &v->nodes[i];
-		if (x->pref_node != MA_VIEW_MEMORY)
+	m->kids = (struct ma_dnode **)(m->nodes + cap);
+	m->top = m->kids + cap;
+	m->up = (int *)(m->top + cap);
+	m->flag = (unsigned char *)(m->up + cap);
+	for (unsigned i = 0; i < nb; i++)
+		m->top[m->nb_top++] = ma_spread_node(m, v, tops[i], -1, memory);
+	/* The array is its own queue: each node's children are appended when it is reached. */
+	for (unsigned i = 0; i < m->nb; i++) {
+		struct ma_dnode *x = &m->nodes[i];
+		const struct ma_vnode *n = x->ref;
+		if (!n->is_bubble || x->fixed_item >= 0)
 			continue;
-		/* Outside the locks: it synthesizes statistics (and takes them itself). */
-		x->pref_node = memory && x->fixed_item < 0 ? ma_entity_preferred_node(x->e) : -1;
+		x->children = m->kids + m->nb_kids;
+		for (unsigned k = 0; k < n->nb_children && m->nb < m->cap; k++)
+			if (ma_spread_wants(n->children[k]))
+				m->kids[m->nb_kids + x->nb_children++] = ma_spread_node(m, v, n->children[k], (int)i, memory);
+		m->nb_kids += x->nb_children;
 	}
 	return 0;
 }
 
-static void ma_view_free(struct ma_view *v)
+static void ma_spread_nodes_free(struct ma_spread_nodes *m)
 {
-	for (unsigned i = 0; i < v->nb; i++)
-		if (v->nodes[i].is_bubble)
-			ma_bubble_unref(ma_bubble_of_entity(v->nodes[i].e));
-	free(v->nodes);
-	free(v->kids);
-	free(v->top);
+	free(m->nodes);
+}
+
+static void ma_push(struct ma_dlist *out, enum ma_dkind kind, uint64_t id, int item)
+{
+	struct ma_decision d = { .kind = kind, .entity = id, .item = item };
+	(void)ma_dlist_push(out, &d);
+}
+
+/* The decisions of a distributed set: a node acts if every node above it burst. */
+static void ma_spread_emit(const struct ma_spread_nodes *m, struct ma_dlist *out)
+{
+	unsigned char *live = m->flag;
+	for (unsigned i = 0; i < m->nb; i++) {
+		const struct ma_dnode *x = &m->nodes[i];
+		int up = m->up[i];
+		int acts = up < 0 || (live[up] && m->nodes[up].burst);
+		live[i] = (unsigned char)acts;
+		if (!acts || x->fixed_item >= 0 || x->item < 0)
+			continue;
+		const struct ma_vnode *n = x->ref;
+		if (!x->is_bubble) {
+			if (n->item != x->item)
+				ma_push(out, MA_D_MOVE, n->id, x->item);
+		}
+		else if (x->burst)
+			ma_push(out, MA_D_BURST, n->id, x->item);
+		else if (n->item != x->item)
+			ma_push(out, MA_D_PLACE, n->id, x->item);
+	}
 }
 
 /* ---- what is already placed ---- */
 
-/* Adds to own[item] the load of every unit scheduled on that item's queue (or on one of
- * its VPs' queues) below opened bubble x (locked), skipping bubble `skip`; counts the
- * bubbles it locks in *visits. */
-static void ma_placed_rec(struct ma_bubble *x, double *own, const struct ma_bubble *skip, unsigned *visits)
-{
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m->type == MA_TASK_ENTITY) {
-			struct marcel_task *t = ma_task_of_entity(m);
-			struct ma_holder *h = __atomic_load_n(&m->sched_holder, __ATOMIC_ACQUIRE);
-			if (h && h->type == MA_RUNQUEUE_HOLDER && ma_view_wants_task(t)) {
-				double th = ma_hint(m);
-				own[ma_rq_of_holder(h)->level->id] += th >= 0 ? th : 1;
-			}
-			continue;
-		}
-		struct ma_bubble *s = ma_bubble_of_entity(m);
-		if (s == skip)
-			continue;
-		ma_spin_lock(&s->hold.lock);
-		++*visits;
-		struct ma_holder *h = s->e.sched_holder;
-		if (atomic_load(&s->status) == MA_BUBBLE_OPENED)
-			ma_placed_rec(s, own, skip, visits);
-		else if (h && h->type == MA_RUNQUEUE_HOLDER)
-			own[ma_rq_of_holder(h)->level->id] += ma_locked_load(s);
-		ma_spin_unlock(&s->hold.lock);
-	}
-}
-
 /*
- * Summing those figures walks the tree, locking every bubble member of an opened bubble.
- * Doing it at each submit made a wake-up cost the whole tree: examples/sumtime keeps
+ * A submit starts from the load already placed on each item: every unit scheduled there
+ * (a thread on the item's queue or one of its VPs', a closed bubble placed there), below
+ * the opened bubbles of the whole tree (ma_view.placed, a walk of the tree by the view
+ * builder, asked for with MA_VIEW_PLACED). Asking for it at each submit made a wake-up
+ * cost the whole tree: examples/sumtime keeps
  * thousands of bubbles opened on the machine's queue (each level's pair is spread over
- * the machine, so the next level is decided from there again), and at --n 20000 a
- * wake-up cost about 700 us. So the result of a walk that locked MA_PLACED_SMALL bubbles
- * or more is kept, every placement spread decides is added to it as it is decided, and
- * it is reused until it is older than MA_PLACED_REUSE times the CPU time the walk took:
- * a VP that does nothing but wake bubbles spends at most about 1/MA_PLACED_REUSE of its
- * time walking, whatever the size of the tree, and a decision misses what the core
- * changed meanwhile (threads that ended or were created in opened bubbles, bubbles
- * joined or moved by hand) for at most that long. Smaller trees are walked at every
- * decision, as before: there the figures are exact, whatever the machine's speed.
+ * the machine, so the next level is decided from there again), and at --n 20000 a wake-up
+ * cost about 700 us. So the figures of a tree of MA_PLACED_SMALL bubbles or more are kept,
+ * every placement decided is added to them as it is decided, and they are reused until
+ * they are older than MA_PLACED_REUSE times the CPU time their walk took: a VP that does
+ * nothing but wake bubbles spends at most about 1/MA_PLACED_REUSE of its time walking, whatever the size of the tree, and a decision misses what the core changed
+ * meanwhile (threads that ended or were created in opened bubbles, bubbles joined or
+ * moved by hand) for at most that long. Smaller trees are looked at for every decision:
+ * there the figures are exact, whatever the machine's speed.
  */
 #define MA_PLACED_SMALL 64
 #define MA_PLACED_REUSE 16
 
-struct ma_placed {
-	ma_spinlock_t lock;       /* a leaf: taken with no other lock held */
-	double *own;              /* per item; NULL outside init..exit */
-	unsigned nb;              /* entries of own */
-	unsigned gen;             /* bumped when the figures stop meaning anything (start) */
-	int valid, walking;
-	uint64_t at_ns, cost_ns;  /* when the walk began (CLOCK_MONOTONIC), its CPU time */
-};
-
-/* One each: a change from one to the other runs the new one's init before the old one's
- * exit. */
-static struct ma_placed ma_placed_spread, ma_placed_memory;
-
-static struct ma_placed *ma_placed_of(int memory)
+/* Whether the kept figures may stand for the tree now. */
+static int ma_spread_kept_ok(const struct ma_spread_priv *p, const struct ma_view *v)
 {
-	return memory ? &ma_placed_memory : &ma_placed_spread;
+	return p->valid && p->own && p->nb == v->nb_items &&
+	       (v->now_ns <= p->at_ns || v->now_ns - p->at_ns <= MA_PLACED_REUSE * p->cost_ns);
 }
 
-static uint64_t ma_thread_cpu_ns(void)
+/* Keeps v's figures of what is placed, if its tree is big. */
+static void ma_spread_keep(struct ma_spread_priv *p, const struct ma_view *v)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Swaps in a new array (nb entries, or none), invalid; frees the old one. Copies are made
- * under the lock, so nobody holds the old array once the lock is released. */
-static int ma_placed_reset(struct ma_placed *c, unsigned nb)
-{
-	double *fresh = nb ? calloc(nb, sizeof(*fresh)) : NULL;
-	if (nb && !fresh)
-		return ENOMEM;
-	ma_spin_lock(&c->lock);
-	double *old = c->own;
-	c->own = fresh;
-	c->nb = nb;
-	c->gen++;
-	c->valid = 0;
-	ma_spin_unlock(&c->lock);
-	free(old);
-	return 0;
-}
-
-static void ma_placed_invalidate(struct ma_placed *c)
-{
-	ma_spin_lock(&c->lock);
-	c->gen++;
-	c->valid = 0;
-	ma_spin_unlock(&c->lock);
-}
-
-/* Fills own (nb_levels entries) with the load already placed on each item, not counting
- * bubble `skip` (being submitted): the kept figures if they are recent enough, else a
- * walk, which is then kept. */
-static void ma_placed_get(struct ma_placed *c, double *own, const struct ma_bubble *skip)
-{
-	unsigned nl = ma_rt.topo.nb_levels;
-	uint64_t now = ma_clock_ns();
-	ma_spin_lock(&c->lock);
-	int usable = c->valid && c->own && c->nb == nl;
-	/* While another walks, the previous figures do (they are only a little older). */
-	if (usable && (c->walking || now <= c->at_ns || now - c->at_ns <= MA_PLACED_REUSE * c->cost_ns)) {
-		memcpy(own, c->own, nl * sizeof(*own));
-		ma_spin_unlock(&c->lock);
+	p->valid = 0;
+	if (v->placed_visits < MA_PLACED_SMALL)
 		return;
+	if (!p->own || p->nb != v->nb_items) {
+		free(p->own);
+		p->nb = 0;
+		if (!(p->own = malloc(v->nb_items * sizeof(*p->own))))
+			return;
+		p->nb = v->nb_items;
 	}
-	unsigned gen = c->gen;
-	int mine = !c->walking;
-	c->walking = 1;
-	ma_spin_unlock(&c->lock);
+	memcpy(p->own, v->placed, v->nb_items * sizeof(*p->own));
+	p->valid = 1;
+	p->at_ns = v->now_ns;
+	p->cost_ns = v->placed_cpu_ns;
+}
 
-	uint64_t cpu = ma_thread_cpu_ns();
-	unsigned visits = 0;
-	memset(own, 0, nl * sizeof(*own));
-	struct ma_bubble *r = ma_root_bubble;
-	ma_spin_lock(&r->hold.lock);
-	ma_placed_rec(r, own, skip, &visits);
-	ma_spin_unlock(&r->hold.lock);
-	cpu = ma_thread_cpu_ns() - cpu;
-
-	ma_spin_lock(&c->lock);
-	if (mine)
-		c->walking = 0;
-	if (visits < MA_PLACED_SMALL) {
-		c->valid = 0; /* a small tree: the next decision walks it again */
-	} else if (c->gen == gen && c->own && c->nb == nl && (!c->valid || c->at_ns <= now)) {
-		/* Not over figures reset meanwhile, nor over a walk that began later. */
-		memcpy(c->own, own, nl * sizeof(*own));
-		c->valid = 1;
-		c->at_ns = now;
-		c->cost_ns = cpu;
+/* What the decided nodes place, added to the kept figures as the tree will show it once
+ * carried out: a fixed node where it stays, its members with it; a node placed closed
+ * where it goes (its members are inside it, but fixed ones). */
+static void ma_spread_keep_add(struct ma_spread_priv *p, const struct ma_spread_nodes *m)
+{
+	if (!p->valid)
+		return;
+	unsigned char *under = m->flag;  /* below a fixed node */
+	for (unsigned i = 0; i < m->nb; i++) {
+		under[i] = 0;
+		const struct ma_dnode *x = &m->nodes[i];
+		int up = m->up[i];
+		if (up >= 0 && (under[up] || m->nodes[up].fixed_item >= 0)) {
+			under[i] = 1;
+			continue;
+		}
+		if (x->fixed_item >= 0) {
+			if ((unsigned)x->fixed_item < p->nb)
+				p->own[x->fixed_item] += x->eff_load;
+		} else if (x->item >= 0 && !x->burst) {
+			p->own[x->item] += x->eff_load;
+		}
 	}
-	ma_spin_unlock(&c->lock);
 }
 
-/* What decided node x places, as the walk would count it once it is carried out (c
- * locked). */
-static void ma_placed_add_rec(struct ma_placed *c, const struct ma_dnode *x)
-{
-	if (x->fixed_item >= 0) {
-		/* Stays where it is, members included (it was not part of the walk). */
-		if ((unsigned)x->fixed_item < c->nb)
-			c->own[x->fixed_item] += x->eff_load;
-		return;
-	}
-	if (x->item >= 0 && !x->burst)
-		c->own[x->item] += x->eff_load;
-	/* Members of a bubble kept closed are inside it, except fixed ones. */
-	for (unsigned i = 0; i < x->nb_children; i++)
-		ma_placed_add_rec(c, x->children[i]);
-}
-
-static void ma_placed_add(struct ma_placed *c, struct ma_dnode *const *top, unsigned n)
-{
-	ma_spin_lock(&c->lock);
-	if (c->valid && c->own && c->nb == ma_rt.topo.nb_levels)
-		for (unsigned i = 0; i < n; i++)
-			ma_placed_add_rec(c, top[i]);
-	ma_spin_unlock(&c->lock);
-}
-
-/* Closed bubble b placed whole on item `item` without a decision. */
-static void ma_placed_add_bubble(struct ma_placed *c, struct ma_bubble *b, unsigned item)
-{
-	ma_spin_lock(&b->hold.lock);
-	double load = ma_locked_load(b);
-	ma_spin_unlock(&b->hold.lock);
-	ma_spin_lock(&c->lock);
-	if (c->valid && c->own && item < c->nb)
-		c->own[item] += load;
-	ma_spin_unlock(&c->lock);
-}
-
-/* ---- executing a decision ---- */
-
-static void ma_execute(struct ma_dnode *x)
-{
-	if (x->fixed_item >= 0 || x->item < 0)
-		return;
-	struct ma_runqueue *rq = &ma_rt.rqs[x->item];
-	if (!x->is_bubble) {
-		/* EBUSY (pinned meanwhile, or held in a bubble that did not burst): leave it. */
-		ma_entity_move(x->e, rq);
-		return;
-	}
-	struct ma_bubble *b = ma_bubble_of_entity(x->e);
-	if (__atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE) != &rq->hold)
-		ma_bubble_place(b, rq);
-	if (!x->burst)
-		return;
-	ma_bubble_burst(b, rq);
-	/* Not burst (someone gathered or moved it meanwhile): its members stay in it. */
-	if (atomic_load(&b->status) != MA_BUBBLE_OPENED)
-		return;
-	for (unsigned i = 0; i < x->nb_children; i++)
-		ma_execute(x->children[i]);
-}
-
-/* Decides for view v below item `item` and executes; what it places is added to the kept
- * figures c (if not NULL) first, so that decisions made meanwhile count it. 0 or ENOMEM
- * (nothing done). */
-static int ma_decide_and_execute(struct ma_view *v, unsigned item, const double *init, int memory,
-				 struct ma_placed *c)
-{
-	int err = ma_distrib_decide(&ma_rt.topo, item, v->top, v->nb_top, init, memory);
-	if (err)
-		return err;
-	if (c)
-		ma_placed_add(c, v->top, v->nb_top);
-	for (unsigned i = 0; i < v->nb_top; i++)
-		ma_execute(v->top[i]);
-	return 0;
-}
-
-/* ---- hooks ---- */
-
-/* While start gathers the root's opened bubbles, those that close at once come back
- * through submit in the starting thread: they only wait on the machine's queue then, and
- * start places them with the rest. (Per marcel thread, not per kernel thread: a thread
- * may change workers.) */
-static atomic_int ma_spread_starting;
-static struct marcel_task *_Atomic ma_spread_starter;
-
-static int ma_spread_deferred(void)
-{
-	return atomic_load(&ma_spread_starting) && atomic_load(&ma_spread_starter) == ma_task_self();
-}
+/* ---- the hooks ---- */
 
 /* The item a decision below `l`, which has a single VP, would take a closed bubble to:
  * down the chain of children with VPs, to the last. */
@@ -496,138 +264,140 @@ static const struct ma_level *ma_single_vp_bottom(const struct ma_level *l)
 	}
 }
 
-void ma_spread_submit_common(struct ma_bubble *b, int memory)
+void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory)
 {
-	struct ma_placed *c = ma_placed_of(memory);
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
-	struct ma_runqueue *prq = h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0];
-	/* Before sched_begin a bubble waits where its parent is. */
-	if (!atomic_load(&ma_sched_begun) || ma_spread_deferred()) {
-		ma_bubble_place(b, prq);
+	struct ma_spread_priv *p = priv;
+	const struct ma_vnode *b = v->root;
+	if (!b)
+		return;
+	/* The queue its parent is opened on (the machine's for the root). */
+	int pq = b->home >= 0 ? b->home : 0;
+	/* Before sched_begin, or while start gathers (a bubble that closed at once, handed
+	 * back while start's list is carried out), a bubble waits where its parent is. A
+	 * submit of its own means no start is under way. */
+	if (!v->nested)
+		p->starting = 0;
+	if (!v->begun || p->starting) {
+		ma_push(out, MA_D_PLACE, b->id, pq);
 		return;
 	}
 	/* A VP's own queue has nothing below it. Below an item with one VP (or none), a
 	 * decision only takes a bubble down the chain of items with that VP, whole (a single
 	 * child gets all of the load, and nothing bursts to fill children), unless the
-	 * bubble's own level is met on the way: no view is needed. */
-	struct ma_runqueue *to = NULL;
-	if (prq->vp >= 0)
-		to = prq;
-	else if (prq->level->nb_vps <= 1 && !__atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED))
-		to = &ma_rt.rqs[ma_single_vp_bottom(prq->level)->id];
-	if (to) {
-		ma_bubble_place(b, to);
-		ma_placed_add_bubble(c, b, to->level->id);
+	 * bubble's own level is met on the way: no figures are needed. */
+	int to = -1;
+	if (pq >= (int)v->nb_items)
+		to = pq;
+	else if (v->topo->levels[pq].nb_vps <= 1 && !b->sched_level)
+		to = (int)ma_single_vp_bottom(&v->topo->levels[pq])->id;
+	if (to >= 0) {
+		ma_push(out, MA_D_PLACE, b->id, to);
+		if (p->valid && p->own)
+			p->own[ma_spread_item(v, to)] += b->load;
 		return;
 	}
-	struct ma_view v;
-	double *own = malloc(ma_rt.topo.nb_levels * sizeof(*own));
-	int err = own ? ma_view_build(&v, b, memory) : ENOMEM;
-	if (!err) {
-		ma_placed_get(c, own, b);
-		err = ma_decide_and_execute(&v, prq->level->id, own, memory, c);
+	double *own = malloc(v->nb_items * sizeof(*own));
+	if (!own) {
+		ma_push(out, MA_D_PLACE, b->id, pq);
+		return;
 	}
-	if (own)
-		ma_view_free(&v);
-	free(own);
-	if (err)
-		ma_bubble_place(b, prq); /* out of memory: at least schedule it */
-}
-
-/* Gathers the root's opened members (implicit children bubbles, bubbles burst by a
- * previous strategy) so that they can be placed with the rest. */
-static void ma_spread_gather_root(void)
-{
-	struct ma_bubble *r = ma_root_bubble;
-	unsigned n = 0, cap = 0;
-	struct ma_bubble **open = NULL;
-	for (;;) {
-		ma_spin_lock(&r->hold.lock);
-		n = 0;
-		for (struct ma_list *l = r->members.next; l != &r->members; l = l->next) {
-			struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-			if (m->type != MA_BUBBLE_ENTITY ||
-			    atomic_load(&ma_bubble_of_entity(m)->status) != MA_BUBBLE_OPENED)
-				continue;
-			if (n < cap) {
-				open[n] = ma_bubble_of_entity(m);
-				ma_bubble_ref(open[n]); /* an implicit one may be let go of meanwhile */
-			}
-			n++;
-		}
-		ma_spin_unlock(&r->hold.lock);
-		if (n <= cap)
-			break;
-		for (unsigned i = 0; i < cap; i++)
-			ma_bubble_unref(open[i]);
-		free(open);
-		cap = n + 8;
-		open = malloc(cap * sizeof(*open));
-		if (!open)
-			return;
+	if (v->flags & MA_VIEW_HAS_PLACED) {
+		memcpy(own, v->placed, v->nb_items * sizeof(*own));
+		ma_spread_keep(p, v);
+	} else if (ma_spread_kept_ok(p, v)) {
+		memcpy(own, p->own, v->nb_items * sizeof(*own));
+	} else {
+		/* The figures are missing or stale: ask for them. */
+		free(own);
+		out->again = MA_VIEW_PLACED;
+		return;
 	}
-	atomic_store(&ma_spread_starter, ma_task_self());
-	atomic_store(&ma_spread_starting, 1);
-	for (unsigned i = 0; i < n; i++) {
-		ma_bubble_gather(open[i]);
-		ma_bubble_unref(open[i]);
-	}
-	atomic_store(&ma_spread_starting, 0);
-	free(open);
-}
-
-void ma_spread_start_common(int memory)
-{
-	ma_spread_gather_root();
-	struct ma_view v;
-	int err = ma_view_build(&v, NULL, memory);
+	struct ma_spread_nodes m;
+	int err = ma_spread_nodes_make(&m, v, &b, 1, memory);
 	if (!err)
-		err = ma_decide_and_execute(&v, 0, NULL, memory, NULL);
-	ma_view_free(&v);
-	(void)err; /* out of memory: everything stays where it was, still scheduled */
-	/* Everything moved: the next submit walks. */
-	ma_placed_invalidate(ma_placed_of(memory));
+		err = ma_distrib_decide(v->topo, (unsigned)pq, m.top, m.nb_top, own, memory);
+	if (!err) {
+		ma_spread_keep_add(p, &m);
+		ma_spread_emit(&m, out);
+	} else {
+		ma_push(out, MA_D_PLACE, b->id, pq); /* out of memory: at least schedule it */
+	}
+	ma_spread_nodes_free(&m);
+	free(own);
 }
 
-/* Without room for the figures, every submit walks: slower, not wrong. */
-int ma_spread_init_common(int memory)
+void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory)
 {
-	(void)ma_placed_reset(ma_placed_of(memory), ma_rt.topo.nb_levels);
-	return 0;
+	struct ma_spread_priv *p = priv;
+	const struct ma_vnode *r = v->root;
+	if (!r)
+		return;
+	/* First the root's opened members (implicit children bubbles, bubbles burst by a
+	 * previous strategy) are gathered, so that they can be placed with the rest; those
+	 * that close at once come back through submit while the GATHERs are carried out
+	 * and wait on the machine's queue (p->starting). Then, on a new view (asked for
+	 * again), everything is distributed. */
+	if (!v->round) {
+		unsigned gathered = 0;
+		for (unsigned k = 0; k < r->nb_children; k++) {
+			const struct ma_vnode *m = r->children[k];
+			if (m->is_bubble && m->status == MA_V_OPENED) {
+				ma_push(out, MA_D_GATHER, m->id, -1);
+				gathered++;
+			}
+		}
+		if (gathered) {
+			p->starting = 1;
+			out->again = MA_VIEW_AGAIN;
+			return;
+		}
+	}
+	p->starting = 0;
+	/* Bubbles still closing are submitted on their own once every thread is back. */
+	const struct ma_vnode **tops = malloc((r->nb_children ? r->nb_children : 1) * sizeof(*tops));
+	if (!tops)
+		return; /* out of memory: everything stays where it was, still scheduled */
+	unsigned n = 0;
+	for (unsigned k = 0; k < r->nb_children; k++) {
+		const struct ma_vnode *m = r->children[k];
+		if (m->is_bubble ? m->woken && m->status == MA_V_CLOSED : ma_spread_wants(m))
+			tops[n++] = m;
+	}
+	struct ma_spread_nodes m;
+	int err = ma_spread_nodes_make(&m, v, tops, n, memory);
+	if (!err)
+		err = ma_distrib_decide(v->topo, 0, m.top, m.nb_top, NULL, memory);
+	if (!err)
+		ma_spread_emit(&m, out);
+	ma_spread_nodes_free(&m);
+	free(tops);
+	/* Everything moved: the next submit looks at the tree. */
+	p->valid = 0;
 }
 
-void ma_spread_exit_common(int memory)
+void ma_spread_priv_exit(void *priv)
 {
-	(void)ma_placed_reset(ma_placed_of(memory), 0);
+	struct ma_spread_priv *p = priv;
+	free(p->own);
+	p->own = NULL;
 }
 
-static int ma_spread_init(void)
+static void ma_spread_start(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	return ma_spread_init_common(0);
+	ma_spread_decide_start(v, priv, out, 0);
 }
 
-static void ma_spread_exit(void)
+static void ma_spread_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	ma_spread_exit_common(0);
-}
-
-static void ma_spread_start(void)
-{
-	ma_spread_start_common(0);
-}
-
-static void ma_spread_submit(struct ma_bubble *b)
-{
-	ma_spread_submit_common(b, 0);
+	ma_spread_decide_submit(v, priv, out, 0);
 }
 
 const struct ma_strategy ma_strategy_spread = {
 	.name = "spread",
 	.description = "recursive greedy distribution of the load statistic over the levels, bursting only "
 		       "bubbles too big for one child",
-	.init = ma_spread_init,
-	.exit = ma_spread_exit,
-	.start = ma_spread_start,
-	.submit = ma_spread_submit,
+	.priv_size = sizeof(struct ma_spread_priv),
+	.priv_exit = ma_spread_priv_exit,
+	.decide_start = ma_spread_start,
+	.decide_submit = ma_spread_submit,
 };

@@ -488,6 +488,349 @@ START_TEST(burst_lightest_child)
 }
 END_TEST
 
+/* ---- spread and memory ---- */
+
+#include "ma_spread.h"
+
+START_TEST(spread_tables)
+{
+	const struct ma_strategy *t[] = { &ma_strategy_spread, &ma_strategy_memory };
+	for (unsigned i = 0; i < 2; i++) {
+		const struct ma_strategy *s = t[i];
+		ck_assert_ptr_nonnull(s->decide_start);
+		ck_assert_ptr_nonnull(s->decide_submit);
+		ck_assert_uint_eq(s->priv_size, sizeof(struct ma_spread_priv));
+		ck_assert_ptr_nonnull(s->priv_exit);
+		ck_assert_ptr_null(s->decide_pick);
+		ck_assert_ptr_null(s->decide_tick);
+		ck_assert_ptr_null(s->init);
+		ck_assert_ptr_null(s->start);
+		ck_assert_ptr_null(s->submit);
+		ck_assert_ptr_null(s->sched);
+	}
+	ck_assert_str_eq(ma_strategy_spread.name, "spread");
+	ck_assert_uint_eq(ma_strategy_spread.view_detail, 0);
+	ck_assert_str_eq(ma_strategy_memory.name, "memory");
+	ck_assert_uint_eq(ma_strategy_memory.view_detail, MA_VIEW_MEMORY);
+}
+END_TEST
+
+/* A tree: the root bubble opened on the machine, with bubble B (`threads` threads, an
+ * item-less closed bubble being submitted) below `parent_item` (an opened bubble P on
+ * that queue, or the root itself if -1). */
+struct sp_tree {
+	struct ma_vt t;
+	struct ma_vnode *root, *p, *b;
+	struct ma_spread_priv priv;
+	double *placed;               /* what the builder's walk would have found */
+	unsigned visits;
+};
+
+static void sp_make(struct sp_tree *x, const struct machine *m, unsigned threads, int parent_item)
+{
+	memset(&x->priv, 0, sizeof(x->priv));
+	ma_vt_load(&x->t, m->spec, m->smt);
+	x->root = ma_vt_bubble(&x->t, NULL, BUBBLE(1));
+	x->root->status = MA_V_OPENED;
+	x->root->item = 0;
+	x->p = x->root;
+	if (parent_item >= 0) {
+		x->p = ma_vt_bubble(&x->t, x->root, BUBBLE(2));
+		x->p->status = MA_V_OPENED;
+		x->p->item = parent_item;
+	}
+	x->b = ma_vt_bubble(&x->t, x->p, BUBBLE(3));
+	for (unsigned i = 0; i < threads; i++)
+		ma_vt_thread(&x->t, x->b, 1000 + i);
+	x->b->home = parent_item;
+	x->t.v.begun = 1;
+	x->placed = calloc(x->t.topo.nb_levels, sizeof(*x->placed));
+	ck_assert_ptr_nonnull(x->placed);
+	x->visits = 1;
+}
+
+/* Finishes the tree; the view is B's subtree, with x->placed if `placed`. */
+static void sp_view(struct sp_tree *x, int placed)
+{
+	ma_vt_finish(&x->t, x->root);
+	x->t.v.root = x->b;
+	x->t.v.placed = placed ? x->placed : NULL;
+	x->t.v.placed_visits = x->visits;
+	x->t.v.placed_cpu_ns = 1000000;
+	x->t.v.flags = placed ? MA_VIEW_HAS_PLACED : 0;
+}
+
+static struct ma_dlist *sp_submit(struct sp_tree *x, struct ma_vt_list *l, int memory)
+{
+	struct ma_dlist *out = ma_vt_list(l, 4096);
+	ma_spread_decide_submit(&x->t.v, &x->priv, out, memory);
+	return out;
+}
+
+static void sp_free(struct sp_tree *x)
+{
+	ma_spread_priv_exit(&x->priv);
+	free(x->placed);
+	ma_vt_free(&x->t);
+}
+
+/* The item of queue q's leaf side: q itself, or a VP queue's leaf. */
+static int sp_leaf(const struct ma_vt *t, int q)
+{
+	return q >= (int)t->v.nb_items ? t->it[q].parent : q;
+}
+
+/* Before marcel_bubble_sched_begin, and below a VP's own queue or an item with one VP:
+ * no figures asked, one PLACE. */
+START_TEST(spread_submit_simple)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	/* Not begun: where its parent is (the machine's for the root). */
+	sp_make(&x, m, 4, -1);
+	x.t.v.begun = 0;
+	sp_view(&x, 0);
+	struct ma_dlist *out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert_uint_eq(out->again, 0);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].entity == x.b->id && out->d[0].item == 0);
+	unsigned vp = m->vps - 1;
+	int vq = ma_vt_vpq(&x.t, vp), leaf = (int)x.t.topo.vps[vp].leaf->id;
+	sp_free(&x);
+	/* Parent opened on a VP's own queue: there. */
+	sp_make(&x, m, 4, vq);
+	sp_view(&x, 0);
+	out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].item == vq);
+	sp_free(&x);
+	/* Parent opened on the VP's leaf (one VP): down to the leaf, whole. */
+	sp_make(&x, m, 4, leaf);
+	ck_assert_uint_eq(x.t.topo.levels[leaf].nb_vps, 1);
+	sp_view(&x, 0);
+	out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].item == leaf);
+	ck_assert_uint_eq(out->again, 0);
+	sp_free(&x);
+}
+END_TEST
+
+/* Below the machine: without figures, they are asked for; with them, the bubble
+ * bursts on the machine (one entity for two children or more) and its threads go to
+ * distinct leaves, evenly over the machine's children; the BURST comes first. */
+START_TEST(spread_submit_spreads)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	sp_make(&x, m, 8, -1);
+	unsigned kids = x.t.topo.levels[0].arity;
+	sp_view(&x, 0);
+	struct ma_dlist *out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->n, 0);
+	ck_assert_uint_eq(out->again, MA_VIEW_PLACED);
+	sp_view(&x, 1);
+	out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->again, 0);
+	ck_assert_uint_eq(out->n, 9);
+	ck_assert(out->d[0].kind == MA_D_BURST && out->d[0].entity == x.b->id && out->d[0].item == 0);
+	unsigned per_kid[16] = { 0 };
+	for (unsigned i = 1; i < out->n; i++) {
+		const struct ma_decision *d = &out->d[i];
+		ck_assert_int_eq(d->kind, MA_D_MOVE);
+		ck_assert(d->entity >= 1000 && d->entity < 1008);
+		/* A leaf with a VP, and no two threads on one. */
+		ck_assert_uint_eq(x.t.topo.levels[d->item].arity, 0);
+		for (unsigned j = 1; j < i; j++)
+			ck_assert_int_ne(out->d[j].item, d->item);
+		for (unsigned k = 0; k < kids; k++)
+			if (ma_view_within(&x.t.v, d->item, (int)x.t.topo.levels[0].children[k]->id))
+				per_kid[k]++;
+	}
+	for (unsigned k = 0; k < kids; k++)
+		ck_assert_uint_eq(per_kid[k], 8 / kids);
+	/* A small tree: its figures are not kept. */
+	ck_assert_int_eq(x.priv.valid, 0);
+	sp_free(&x);
+}
+END_TEST
+
+/* What is already placed counts: with the machine's first child loaded (a closed bubble
+ * placed there and a thread scheduled on one of its VPs, as the walk sums them), the
+ * threads go elsewhere. */
+START_TEST(spread_submit_placed)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	sp_make(&x, m, 2, -1);
+	int c0 = (int)x.t.topo.levels[0].children[0]->id;
+	x.placed[c0] = 1000;
+	x.placed[x.t.topo.vps[x.t.topo.levels[c0].first_vp].leaf->id] = 1;
+	sp_view(&x, 1);
+	struct ma_dlist *out = sp_submit(&x, &l, 0);
+	ck_assert_uint_ge(out->n, 1);
+	for (unsigned i = 0; i < out->n; i++)
+		ck_assert_msg(!ma_view_within(&x.t.v, out->d[i].item, c0) || out->d[i].item == 0,
+			      "decision %u goes to the loaded child", i);
+	sp_free(&x);
+}
+END_TEST
+
+/* A tree of 64 bubbles or more: its figures are kept, a later submit within 16 times
+ * the view's cost uses them without asking, and adds what it placed; past that, it asks
+ * again. */
+START_TEST(spread_submit_kept)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	sp_make(&x, m, 1, -1);
+	x.visits = 70;
+	sp_view(&x, 1);
+	x.t.v.now_ns = 5000000000ull;
+	struct ma_dlist *out = sp_submit(&x, &l, 0);
+	ck_assert_int_eq(x.priv.valid, 1);
+	ck_assert(x.priv.own && x.priv.nb == x.t.v.nb_items);
+	ck_assert(x.priv.at_ns == 5000000000ull && x.priv.cost_ns == 1000000);
+	/* One entity for several children: B bursts on the machine, its thread goes down.
+	 * Nothing was placed: where the thread went is what was added. */
+	ck_assert_uint_eq(out->n, 2);
+	ck_assert(out->d[0].kind == MA_D_BURST && out->d[1].kind == MA_D_MOVE);
+	int to = out->d[1].item;
+	ck_assert(x.priv.own[sp_leaf(&x.t, to)] == 1);
+	/* Within 16 ms: the kept figures, no question. */
+	sp_view(&x, 0);
+	x.t.v.now_ns = 5000000000ull + 16 * 1000000ull;
+	out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->again, 0);
+	ck_assert_uint_eq(out->n, 2);
+	/* Already counted where it went: the thread goes elsewhere now. */
+	ck_assert_int_ne(out->d[1].item, to);
+	ck_assert(x.priv.own[sp_leaf(&x.t, out->d[1].item)] == 1);
+	/* Later: the tree again. */
+	x.t.v.now_ns += 1;
+	out = sp_submit(&x, &l, 0);
+	ck_assert_uint_eq(out->n, 0);
+	ck_assert_uint_eq(out->again, MA_VIEW_PLACED);
+	sp_free(&x);
+}
+END_TEST
+
+/* memory: a bubble with its memory on a NUMA node goes there whole, whatever the load;
+ * spread, or a view without the preferred nodes, ignores it. */
+START_TEST(memory_submit)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	sp_make(&x, m, 2, -1);
+	int node = ma_vt_item(&x.t, MA_LEVEL_NUMA, m->numa - 1);
+	x.b->pref_node = (int)(m->numa - 1);
+	sp_view(&x, 1);
+	x.t.v.flags |= MA_VIEW_HAS_MEMORY;
+	struct ma_dlist *out = sp_submit(&x, &l, 1);
+	ck_assert_uint_ge(out->n, 1);
+	for (unsigned i = 0; i < out->n; i++)
+		ck_assert_msg(ma_view_within(&x.t.v, out->d[i].item, node), "decision %u off the node", i);
+	/* spread: it bursts on the machine (2 threads, 2 or more children). */
+	out = sp_submit(&x, &l, 0);
+	ck_assert(out->d[0].kind == MA_D_BURST && out->d[0].item == 0);
+	sp_free(&x);
+}
+END_TEST
+
+/* start: the root's opened members are gathered first and the hook asked again; a
+ * bubble handed back meanwhile (nested) waits on its parent's queue; then the closed
+ * woken members and the started threads are distributed from the machine. */
+START_TEST(spread_start)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_spread_priv p = { 0 };
+	struct ma_vt_list l;
+	ma_vt_load(&t, m->spec, m->smt);
+	struct ma_vnode *r = ma_vt_bubble(&t, NULL, BUBBLE(1));
+	r->status = MA_V_OPENED;
+	r->item = 0;
+	struct ma_vnode *open = ma_vt_bubble(&t, r, BUBBLE(2));
+	open->status = MA_V_OPENED;
+	open->item = 0;
+	struct ma_vnode *closed = ma_vt_bubble(&t, r, BUBBLE(3));
+	for (unsigned i = 0; i < 4; i++)
+		ma_vt_thread(&t, closed, 100 + i);
+	struct ma_vnode *unwoken = ma_vt_bubble(&t, r, BUBBLE(4));
+	unwoken->woken = 0;
+	ma_vt_thread(&t, unwoken, 200);
+	struct ma_vnode *main_t = ma_vt_thread(&t, r, 1);
+	main_t->is_main = 1;
+	struct ma_vnode *born = ma_vt_thread(&t, r, 300);
+	born->state = MA_V_BORN;
+	struct ma_vnode *loose = ma_vt_thread(&t, r, 400);
+	loose->item = 0;
+	ma_vt_finish(&t, r);
+	t.v.begun = 1;
+	struct ma_dlist *out = ma_vt_list(&l, 4096);
+	ma_spread_decide_start(&t.v, &p, out, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_GATHER && out->d[0].entity == open->id);
+	ck_assert_uint_eq(out->again, MA_VIEW_AGAIN);
+	ck_assert_int_eq(p.starting, 1);
+	/* The gathered bubble closes at once and is handed back, nested: its parent's. */
+	struct ma_vt sub;
+	ma_vt_load(&sub, m->spec, m->smt);
+	struct ma_vnode *g = ma_vt_bubble(&sub, NULL, open->id);
+	ma_vt_thread(&sub, g, 500);
+	ma_vt_finish(&sub, g);
+	sub.v.begun = 1;
+	sub.v.nested = 1;
+	out = ma_vt_list(&l, 4096);
+	ma_spread_decide_submit(&sub.v, &p, out, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].item == 0);
+	ma_vt_free(&sub);
+	/* Round 1: distributed. */
+	open->status = MA_V_CLOSED;
+	open->item = 0;
+	ma_vt_finish(&t, r);
+	t.v.round = 1;
+	out = ma_vt_list(&l, 4096);
+	ma_spread_decide_start(&t.v, &p, out, 0);
+	ck_assert_uint_eq(out->again, 0);
+	ck_assert_int_eq(p.starting, 0);
+	int seen_closed = 0, seen_loose = 0;
+	for (unsigned i = 0; i < out->n; i++) {
+		uint64_t id = out->d[i].entity;
+		ck_assert(id != unwoken->id && id != main_t->id && id != born->id && id != 200);
+		seen_closed |= id == closed->id;
+		seen_loose |= id == loose->id;
+	}
+	ck_assert(seen_closed && seen_loose);
+	ck_assert_int_eq(p.valid, 0);
+	ma_spread_priv_exit(&p);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* A submit of its own (not nested) means no start is under way: a flag left by a start
+ * that never came back (its view could not be built) is cleared. */
+START_TEST(spread_stale_start)
+{
+	const struct machine *m = &machines[_i];
+	struct sp_tree x;
+	struct ma_vt_list l;
+	sp_make(&x, m, 8, -1);
+	x.priv.starting = 1;
+	sp_view(&x, 1);
+	struct ma_dlist *out = sp_submit(&x, &l, 0);
+	ck_assert_int_eq(x.priv.starting, 0);
+	ck_assert_uint_eq(out->n, 9);
+	sp_free(&x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -510,6 +853,16 @@ int main(void)
 	tcase_add_loop_test(bu, burst_sched_level, 0, NB_MACHINES);
 	tcase_add_loop_test(bu, burst_lightest_child, 0, NB_MACHINES);
 	suite_add_tcase(s, bu);
+	TCase *sp = tcase_create("spread");
+	tcase_add_test(sp, spread_tables);
+	tcase_add_loop_test(sp, spread_submit_simple, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, spread_submit_spreads, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, spread_submit_placed, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, spread_submit_kept, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, memory_submit, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, spread_start, 0, NB_MACHINES);
+	tcase_add_loop_test(sp, spread_stale_start, 0, NB_MACHINES);
+	suite_add_tcase(s, sp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -206,6 +206,47 @@ static void subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
 
 /* ---- the tree part ---- */
 
+/* What is placed (MA_VIEW_PLACED): a closed bubble placed on the machine counts its
+ * threads, or its hint; a thread scheduled on a queue counts on that queue's item (a VP's
+ * own on its leaf); the view's own bubble is left out. */
+START_TEST(placed_view)
+{
+	start();
+	struct tree x, y;
+	tree_make(&x);
+	tree_make(&y);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	struct ma_view v;
+	subtree(&v, y.bb, MA_VIEW_PLACED);
+	ck_assert_uint_eq(v.flags & MA_VIEW_HAS_PLACED, MA_VIEW_HAS_PLACED);
+	ck_assert_ptr_nonnull(v.placed);
+	ck_assert(v.root->id == y.bb->uid);
+	ck_assert(v.placed[0] == 3);
+	for (unsigned q = 1; q < v.nb_items; q++)
+		ck_assert_msg(v.placed[q] == 0, "item %u: %g", q, v.placed[q]);
+	ck_assert_uint_ge(v.placed_visits, 1);
+	ma_view_release(&v);
+	/* Its hint stands for its members; y, woken too, counts unless it is the view's. */
+	ck_assert_int_eq(marcel_bubble_stats_set(&x.b, MARCEL_STATS_LOAD, 7), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&y.b), 0);
+	subtree(&v, y.bb, MA_VIEW_PLACED);
+	ck_assert(v.placed[0] == 7);
+	ma_view_release(&v);
+	subtree(&v, x.bb, MA_VIEW_PLACED);
+	ck_assert(v.placed[0] == 3);
+	ma_view_release(&v);
+	/* Without asking: none. */
+	subtree(&v, x.bb, 0);
+	ck_assert_ptr_null(v.placed);
+	ck_assert_uint_eq(v.flags & MA_VIEW_HAS_PLACED, 0);
+	ma_view_release(&v);
+	tree_end(&y);
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
 /* A chain of bubbles nested deeper than any stack budget would allow a recursive walk,
  * viewed from a thread with the smallest stack: the walk keeps its own stack. */
 #define DEEP 3000
@@ -1545,6 +1586,7 @@ static void populate(TCase *tc)
 {
 	tcase_add_test(tc, tree_unwoken);
 	tcase_add_test(tc, tree_deep);
+	tcase_add_test(tc, placed_view);
 	tcase_add_test(tc, tree_woken_items);
 	tcase_add_test(tc, items_idle);
 	tcase_add_test(tc, burst_move_place);
