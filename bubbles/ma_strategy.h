@@ -17,13 +17,17 @@
  * Locks. The serialised hooks (priv_init, priv_exit, init, exit, decide_start,
  * decide_submit, decide_shake, decide_tick) run under the strategy lock (strategy.c),
  * one at a time, and only between their strategy's priv_init and its priv_exit: the
- * dispatcher reads the strategy in use under that lock. It holds the lock while it
- * builds the view, calls the hook and carries the list out, and those take the tree,
+ * dispatcher reads the strategy in use under that lock. For decide_submit, decide_shake
+ * and decide_tick it holds the lock only while the hook runs: the view is built before
+ * and the list carried out after, so the hook may see a view a little older than priv
+ * (another VP's decision carried out in between; the executor checks each decision
+ * against what is there then). For decide_start it holds the lock throughout, its
+ * rounds (ma_dlist.again) and the list of each included, and those take the tree,
  * bubble, queue and estimate locks: the strategy lock comes before every other lock of
  * bubbles/ and of the core, and nobody takes it while holding one of those. A thread
- * that holds it takes it again without waiting: carrying a decision out may hand a
- * bubble back to the strategy (a GATHER whose bubble closes at once resubmits it), and
- * that nested call runs its hook with priv as the outer hook left it.
+ * that holds it takes it again without waiting: carrying start's decisions out may hand
+ * a bubble back to the strategy (a GATHER whose bubble closes at once resubmits it), and
+ * that nested call (ma_view.nested) runs its hook with priv as start left it.
  * The concurrent hooks (decide_vp_idle, decide_pick, decide_stray) run on any number of
  * VPs at once and without that lock, possibly while a serialised hook of the same
  * strategy writes priv: they only read it, through _Atomic members for what a serialised
