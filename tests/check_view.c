@@ -212,35 +212,49 @@ static void subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
 START_TEST(placed_view)
 {
 	start();
+	/* No VP free to serve x's threads (they would end, and count no more). */
+	hogs_start();
 	struct tree x, y;
 	tree_make(&x);
 	tree_make(&y);
-	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
-	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	/* What is there without x: the hogs, each on its VP's leaf. */
 	struct ma_view v;
 	subtree(&v, y.bb, MA_VIEW_PLACED);
 	ck_assert_uint_eq(v.flags & MA_VIEW_HAS_PLACED, MA_VIEW_HAS_PLACED);
 	ck_assert_ptr_nonnull(v.placed);
+	double *base = calloc(v.nb_items, sizeof(*base));
+	ck_assert_ptr_nonnull(base);
+	memcpy(base, v.placed, v.nb_items * sizeof(*base));
+	double hogs_load = 0;
+	for (unsigned q = 0; q < v.nb_items; q++)
+		hogs_load += base[q];
+	ck_assert(hogs_load == nb_hogs);
+	ma_view_release(&v);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	ck_assert_ptr_eq(bsched_of(x.bb), H(0));
+	subtree(&v, y.bb, MA_VIEW_PLACED);
 	ck_assert(v.root->id == y.bb->uid);
-	ck_assert(v.placed[0] == 3);
+	ck_assert(v.placed[0] == base[0] + 3);
 	for (unsigned q = 1; q < v.nb_items; q++)
-		ck_assert_msg(v.placed[q] == 0, "item %u: %g", q, v.placed[q]);
+		ck_assert_msg(v.placed[q] == base[q], "item %u: %g, was %g", q, v.placed[q], base[q]);
 	ck_assert_uint_ge(v.placed_visits, 1);
 	ma_view_release(&v);
 	/* Its hint stands for its members; y, woken too, counts unless it is the view's. */
 	ck_assert_int_eq(marcel_bubble_stats_set(&x.b, MARCEL_STATS_LOAD, 7), 0);
 	ck_assert_int_eq(marcel_wake_up_bubble(&y.b), 0);
 	subtree(&v, y.bb, MA_VIEW_PLACED);
-	ck_assert(v.placed[0] == 7);
+	ck_assert(v.placed[0] == base[0] + 7);
 	ma_view_release(&v);
 	subtree(&v, x.bb, MA_VIEW_PLACED);
-	ck_assert(v.placed[0] == 3);
+	ck_assert(v.placed[0] == base[0] + 3);
 	ma_view_release(&v);
+	free(base);
 	/* Without asking: none. */
 	subtree(&v, x.bb, 0);
 	ck_assert_ptr_null(v.placed);
 	ck_assert_uint_eq(v.flags & MA_VIEW_HAS_PLACED, 0);
 	ma_view_release(&v);
+	hogs_stop();
 	tree_end(&y);
 	tree_end(&x);
 	marcel_end();
