@@ -145,6 +145,9 @@ struct ma_vnode {
 #define MA_VIEW_PLACED 4u     /* ma_view.placed: the load already placed on each item, by
 				 a walk of the opened part of the whole tree (its bubbles
 				 locked in turn), the subtree of the view's root left out */
+#define MA_VIEW_SHAPE 8u      /* less, not more: the items' shape alone (parent, depth,
+				 VPs); every counter stays zero, for a table that reads no
+				 load (no read of every queue and VP per view) */
 #define MA_VIEW_HAS_READY MA_VIEW_READY
 #define MA_VIEW_HAS_MEMORY MA_VIEW_MEMORY
 #define MA_VIEW_HAS_PLACED MA_VIEW_PLACED

@@ -577,7 +577,29 @@ static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *
 
 /* ---- starting and finishing a view ---- */
 
-static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct ma_vitem **items)
+/* The items' shape alone (MA_VIEW_SHAPE): counters left at zero. */
+static void ma_view_shape(struct ma_vitem *it)
+{
+	unsigned nl = ma_rt.topo.nb_levels, nv = ma_rt.nb_vps;
+	for (unsigned q = 0; q < nl; q++) {
+		const struct ma_level *l = &ma_rt.topo.levels[q];
+		it[q].vp = -1;
+		it[q].parent = l->parent ? (int)l->parent->id : -1;
+		it[q].depth = l->depth;
+		it[q].first_vp = l->first_vp;
+	}
+	for (unsigned v = 0; v < nv; v++) {
+		const struct ma_level *leaf = ma_rt.workers[v].rq.level;
+		struct ma_vitem *x = &it[nl + v];
+		x->vp = (int)v;
+		x->parent = (int)leaf->id;
+		x->depth = leaf->depth + 1;
+		x->first_vp = v;
+		x->nb_vps = 1;
+	}
+}
+
+static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct ma_vitem **items, unsigned flags)
 {
 	memset(v, 0, sizeof(*v));
 	v->self_vp = -1;
@@ -597,7 +619,12 @@ static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct
 		ma_view_release(v);
 		return ENOMEM;
 	}
-	ma_view_counters(it);
+	if (flags & MA_VIEW_SHAPE) {
+		ma_view_shape(it);
+		v->flags |= MA_VIEW_SHAPE;
+	} else {
+		ma_view_counters(it);
+	}
 	v->items = it;
 	v->vps = it + nl;
 	*items = it;
@@ -650,7 +677,7 @@ static int ma_view_finish(struct ma_view *v, struct ma_vitem *it, unsigned flags
 int ma_view_build_items(struct ma_view *v, unsigned flags)
 {
 	struct ma_vitem *it;
-	int err = ma_view_begin(v, ma_worker_self(), &it);
+	int err = ma_view_begin(v, ma_worker_self(), &it, flags);
 	return err ? err : ma_view_finish(v, it, flags);
 }
 
@@ -778,7 +805,7 @@ static uint64_t ma_thread_cpu_ns(void)
 int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags)
 {
 	struct ma_vitem *it;
-	int err = ma_view_begin(v, ma_worker_self(), &it);
+	int err = ma_view_begin(v, ma_worker_self(), &it, flags);
 	if (err)
 		return err;
 	ma_spin_lock(&b->hold.lock);
@@ -812,7 +839,7 @@ int ma_view_build_tree(struct ma_view *v, unsigned flags)
 int ma_view_build_thread(struct ma_view *v, struct marcel_task *t, unsigned flags)
 {
 	struct ma_vitem *it;
-	int err = ma_view_begin(v, ma_worker_self(), &it);
+	int err = ma_view_begin(v, ma_worker_self(), &it, flags);
 	if (err)
 		return err;
 	struct ma_vslot *s = ma_slot_new(v->rt, &t->e, NULL);
@@ -870,7 +897,7 @@ static unsigned ma_view_waiting_locked(struct ma_view_rt *rt, struct ma_runqueue
 int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flags)
 {
 	struct ma_vitem *it;
-	int err = ma_view_begin(v, w, &it);
+	int err = ma_view_begin(v, w, &it, flags);
 	if (err)
 		return err;
 	unsigned nq = ma_rt.topo.nb_levels + ma_rt.nb_vps;

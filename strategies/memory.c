@@ -21,7 +21,7 @@ const struct ma_strategy ma_strategy_memory = {
 	.name = "memory",
 	.description = "a bubble goes to the NUMA node holding most of its attached memory; the rest is "
 		       "balanced by load",
-	.view_detail = MA_VIEW_MEMORY,
+	.view_detail = MA_VIEW_MEMORY | MA_VIEW_SHAPE,
 	.priv_size = sizeof(struct ma_spread_priv),
 	.priv_exit = ma_spread_priv_exit,
 	.decide_start = ma_memory_start,

@@ -26,4 +26,6 @@ const struct ma_strategy ma_strategy_null = {
 	.name = "null",
 	.description = "no placement: bubbles stay closed on the machine's queue, any VP serves them",
 	.decide_submit = ma_null_submit,
+	/* It reads nothing of the queues. */
+	.view_detail = MA_VIEW_SHAPE,
 };

@@ -396,6 +396,8 @@ const struct ma_strategy ma_strategy_spread = {
 	.name = "spread",
 	.description = "recursive greedy distribution of the load statistic over the levels, bursting only "
 		       "bubbles too big for one child",
+	/* It reads no load of the queues, only what is placed (asked for when needed). */
+	.view_detail = MA_VIEW_SHAPE,
 	.priv_size = sizeof(struct ma_spread_priv),
 	.priv_exit = ma_spread_priv_exit,
 	.decide_start = ma_spread_start,

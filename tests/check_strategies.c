@@ -131,6 +131,7 @@ START_TEST(null_table)
 	ck_assert_ptr_null(s->decide_vp_idle);
 	ck_assert_ptr_null(s->decide_stray);
 	ck_assert_uint_eq(s->priv_size, 0);
+	ck_assert_uint_eq(s->view_detail, MA_VIEW_SHAPE);
 	ck_assert_ptr_null(s->priv_init);
 	ck_assert_ptr_null(s->priv_exit);
 	/* No old hook is left. */
@@ -509,9 +510,9 @@ START_TEST(spread_tables)
 		ck_assert_ptr_null(s->sched);
 	}
 	ck_assert_str_eq(ma_strategy_spread.name, "spread");
-	ck_assert_uint_eq(ma_strategy_spread.view_detail, 0);
+	ck_assert_uint_eq(ma_strategy_spread.view_detail, MA_VIEW_SHAPE);
 	ck_assert_str_eq(ma_strategy_memory.name, "memory");
-	ck_assert_uint_eq(ma_strategy_memory.view_detail, MA_VIEW_MEMORY);
+	ck_assert_uint_eq(ma_strategy_memory.view_detail, MA_VIEW_MEMORY | MA_VIEW_SHAPE);
 }
 END_TEST
 

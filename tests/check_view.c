@@ -261,6 +261,37 @@ START_TEST(placed_view)
 }
 END_TEST
 
+/* MA_VIEW_SHAPE: the same items, shape only, every counter zero. */
+START_TEST(items_shape)
+{
+	start();
+	hogs_start();
+	struct ma_view full, shape;
+	ck_assert_int_eq(ma_view_build_items(&full, 0), 0);
+	ck_assert_int_eq(ma_view_build_items(&shape, MA_VIEW_SHAPE), 0);
+	ck_assert_uint_eq(shape.flags & MA_VIEW_SHAPE, MA_VIEW_SHAPE);
+	ck_assert_uint_eq(full.flags & MA_VIEW_SHAPE, 0);
+	unsigned long busy = 0;
+	for (unsigned q = 0; q < full.nb_items + full.nb_vps; q++) {
+		const struct ma_vitem *a = &full.items[q], *b = &shape.items[q];
+		ck_assert_int_eq(a->vp, b->vp);
+		ck_assert_int_eq(a->parent, b->parent);
+		ck_assert_uint_eq(a->depth, b->depth);
+		ck_assert_uint_eq(a->first_vp, b->first_vp);
+		ck_assert_uint_eq(a->nb_vps, b->nb_vps);
+		ck_assert_uint_eq(b->queued + b->incoming + b->ready + b->running + b->busy + b->idle_vps, 0);
+		ck_assert_uint_eq(b->sub_queued + b->sub_ready + b->sub_running + b->sub_busy, 0);
+		busy += a->busy;
+	}
+	/* The full one did read something: the hogs and main run. */
+	ck_assert_uint_ge(busy, 1);
+	ma_view_release(&full);
+	ma_view_release(&shape);
+	hogs_stop();
+	marcel_end();
+}
+END_TEST
+
 /* A chain of bubbles nested deeper than any stack budget would allow a recursive walk,
  * viewed from a thread with the smallest stack: the walk keeps its own stack. */
 #define DEEP 3000
@@ -1600,6 +1631,7 @@ static void populate(TCase *tc)
 {
 	tcase_add_test(tc, tree_unwoken);
 	tcase_add_test(tc, tree_deep);
+	tcase_add_test(tc, items_shape);
 	tcase_add_test(tc, placed_view);
 	tcase_add_test(tc, tree_woken_items);
 	tcase_add_test(tc, items_idle);
