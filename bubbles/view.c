@@ -494,9 +494,12 @@ static struct ma_vframe *ma_vframe_open(struct ma_view_rt *rt, struct ma_bubble 
 	ma_view_fill_bubble(s, b);
 	s->n.parent = in ? &in->n : NULL;
 	*f = (struct ma_vframe){ .b = b, .s = s, .pos = b->members.next, .vp = -1, .up = up };
-	/* A bubble private to a VP is that VP's alone (private.c): a public one never holds
-	 * one, this only keeps a view from reading one if that ever changes. */
-	if (atomic_load_explicit(&b->unit.private_w, memory_order_relaxed))
+	/* A bubble private to a VP is that VP's alone (private.c): another VP's is not looked
+	 * into (a public bubble never holds one; this only keeps a view from reading one if
+	 * that ever changes). Our own VP's is: a bubble being published is submitted by its
+	 * VP while still private, and its members are what the strategy decides about. */
+	struct ma_worker *pw = atomic_load_explicit(&b->unit.private_w, memory_order_relaxed);
+	if (pw && pw != ma_worker_self())
 		f->pos = &b->members;
 	else if ((f->cap = b->nb_members) && !(f->kids = ma_arena_alloc(rt, f->cap * sizeof(*f->kids))))
 		f->cap = 0;

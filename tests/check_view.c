@@ -292,6 +292,41 @@ START_TEST(items_shape)
 }
 END_TEST
 
+/* A bubble private to our own VP (cache keeps a recursion's levels private until another
+ * VP wants work) is looked into: its VP publishes it and submits it while it is still
+ * private, and the strategy decides about its members. */
+START_TEST(private_view)
+{
+	setenv("MARCEL_TIMESLICE", "0", 1);
+	ma_test_init_with(ma_test_topology, "cache");
+	unsetenv("MARCEL_TIMESLICE");
+	marcel_bubble_t b;
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	struct ma_bubble *bb = ma_bubble_of(&b);
+	ck_assert_ptr_eq(atomic_load(&bb->unit.private_w), ma_worker_self());
+	/* Seeds in it: they keep it private until they are joined. */
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setseed(&a, 1), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &b), 0);
+	marcel_t t[2];
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(marcel_create(&t[i], &a, quit, NULL), 0);
+	ck_assert_ptr_eq(atomic_load(&bb->unit.private_w), ma_worker_self());
+	struct ma_view v;
+	subtree(&v, bb, 0);
+	ck_assert_uint_eq(v.root->nb_children, 2);
+	ck_assert(v.root->children[0]->id == t[0]->id && v.root->children[1]->id == t[1]->id);
+	ma_view_release(&v);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&b), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&b), 0);
+	marcel_end();
+}
+END_TEST
+
 /* A chain of bubbles nested deeper than any stack budget would allow a recursive walk,
  * viewed from a thread with the smallest stack: the walk keeps its own stack. */
 #define DEEP 3000
@@ -1631,6 +1666,7 @@ static void populate(TCase *tc)
 {
 	tcase_add_test(tc, tree_unwoken);
 	tcase_add_test(tc, tree_deep);
+	tcase_add_test(tc, private_view);
 	tcase_add_test(tc, items_shape);
 	tcase_add_test(tc, placed_view);
 	tcase_add_test(tc, tree_woken_items);
