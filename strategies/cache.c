@@ -15,125 +15,133 @@
  * Entities end on VP queues: a thread on its last VP when it can, a closed bubble served
  * by one VP.
  *
- * The plan is made on a copy of the subtree (read under the bubbles' locks, as stats.c
- * does), then carried out with the placement primitives, top-down.
+ * It decides on the view (decide_start, decide_submit): the plan is made on a copy of the
+ * view's subtree with the view's loads (each closed bubble queued counted as its ready
+ * threads: MA_VIEW_READY), then returned as decisions, top down. The plan's walks keep
+ * their own stacks: a submit may be decided on a preempted thread's stack.
  */
 #include <stdlib.h>
-#include "common_steal.h"
+#include "ma_strategies.h"
+#include "ma_view.h"
 
 enum ma_cn_act { MA_CN_NONE, MA_CN_PLACE, MA_CN_BURST };
 
 /* One entity of the plan. */
 struct ma_cn {
-	struct ma_entity *e;
+	const struct ma_vnode *n;
 	long long load;
 	int vp;                        /* the VP all its threads last ran on; -1: several; -2: none ran */
-	const struct ma_level *cover;  /* smallest item covering those VPs; NULL: none ran */
+	int cover;                     /* smallest item covering those VPs; -1: none ran */
 	int first, next;               /* members (first child, next sibling); -1: none */
 	unsigned char burstable;       /* a closed bubble with members that may be burst */
-	unsigned char movable;         /* the primitives may move it */
+	unsigned char movable;         /* the executor may move it */
 	enum ma_cn_act act;
-	struct ma_runqueue *rq;        /* where it is placed or burst */
+	int q;                         /* the queue it is placed or burst on */
 };
 
 struct ma_cplan {
+	const struct ma_view *v;
 	struct ma_cn *n;
 	unsigned nb, cap;
 	int failed;
+	int waker_vp;                  /* the VP deciding (it woke the bubble), -1: none */
 };
 
-static const struct ma_level *ma_cache_lca(const struct ma_level *a, const struct ma_level *b)
+/* The item of queue q's subtree with VPs that holds both a and b (items), -1 if one is. */
+static int ma_cache_lca(const struct ma_view *v, int a, int b)
 {
-	if (!a)
+	if (a < 0)
 		return b;
-	if (!b)
+	if (b < 0)
 		return a;
-	while (a->depth > b->depth)
-		a = a->parent;
-	while (b->depth > a->depth)
-		b = b->parent;
+	while (v->items[a].depth > v->items[b].depth)
+		a = v->items[a].parent;
+	while (v->items[b].depth > v->items[a].depth)
+		b = v->items[b].parent;
 	while (a != b) {
-		a = a->parent;
-		b = b->parent;
+		a = v->items[a].parent;
+		b = v->items[b].parent;
 	}
 	return a;
 }
 
-static int ma_cn_new(struct ma_cplan *p, struct ma_entity *e)
+/* ---- the plan: a copy of the subtree ---- */
+
+/* Room for `more` nodes; 0 if memory ran out. */
+static int ma_cn_room(struct ma_cplan *p, unsigned more)
 {
-	if (p->nb == p->cap) {
-		unsigned cap = p->cap ? p->cap * 2 : 64;
-		struct ma_cn *n = realloc(p->n, cap * sizeof(*n));
-		if (!n) {
-			p->failed = 1;
-			return -1;
-		}
-		p->n = n;
-		p->cap = cap;
+	if (p->nb + more <= p->cap)
+		return 1;
+	unsigned cap = 2 * (p->nb + more) + 64;
+	struct ma_cn *x = realloc(p->n, cap * sizeof(*x));
+	if (!x) {
+		p->failed = 1;
+		return 0;
 	}
-	struct ma_cn *c = &p->n[p->nb];
-	*c = (struct ma_cn){ .e = e, .vp = -2, .first = -1, .next = -1 };
-	if (e->type == MA_BUBBLE_ENTITY) /* the plan outlives the locks it was built under */
-		ma_bubble_ref(ma_bubble_of_entity(e));
+	p->n = x;
+	p->cap = cap;
+	return 1;
+}
+
+static int ma_cn_new(struct ma_cplan *p, const struct ma_vnode *n)
+{
+	p->n[p->nb] = (struct ma_cn){ .n = n, .vp = -2, .cover = -1, .first = -1, .next = -1 };
 	return (int)p->nb++;
 }
 
-static void ma_cplan_free(struct ma_cplan *p)
+/* Copies the subtree of view node `top` into the plan, breadth first (the array is its
+ * own queue: a node's members come after it), then sums loads, last VPs and covers from
+ * the members up (the array backwards). Returns top's node, -1 if memory ran out. */
+static int ma_cn_build(struct ma_cplan *p, const struct ma_vnode *top)
 {
-	for (unsigned i = 0; i < p->nb; i++)
-		if (p->n[i].e->type == MA_BUBBLE_ENTITY)
-			ma_bubble_unref(ma_bubble_of_entity(p->n[i].e));
-	free(p->n);
-}
-
-/* Copies e's subtree into the plan; e's parent is locked by the caller, or e is the
- * bubble being submitted. Returns its node, -1 if memory ran out. */
-static int ma_cn_build(struct ma_cplan *p, struct ma_entity *e)
-{
-	int i = ma_cn_new(p, e);
-	if (i < 0)
+	unsigned from = p->nb;
+	if (!ma_cn_room(p, 1))
 		return -1;
-	if (e->type == MA_TASK_ENTITY) {
-		struct marcel_task *t = ma_task_of_entity(e);
-		int s = atomic_load(&t->state), vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+	ma_cn_new(p, top);
+	for (unsigned i = from; i < p->nb; i++) {
+		const struct ma_vnode *n = p->n[i].n;
+		if (!ma_cn_room(p, n->nb_children))
+			return -1;
+		int last = -1;
+		for (unsigned k = 0; k < n->nb_children; k++) {
+			int m = ma_cn_new(p, n->children[k]);
+			if (last < 0)
+				p->n[i].first = m;
+			else
+				p->n[last].next = m;
+			last = m;
+		}
+	}
+	const struct ma_view *v = p->v;
+	for (unsigned i = p->nb; i-- > from;) {
 		struct ma_cn *c = &p->n[i];
-		c->load = e->load_hint >= 0 ? e->load_hint : 1;
-		c->movable = !t->pinned && s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE;
-		if (vp >= 0 && (unsigned)vp < ma_rt.nb_vps) {
-			c->vp = vp;
-			c->cover = ma_rt.workers[vp].rq.level;
+		const struct ma_vnode *n = c->n;
+		if (!n->is_bubble) {
+			c->load = n->load_hint >= 0 ? (long long)n->load_hint : 1;
+			c->movable = !n->pinned && n->state != MA_V_BORN && n->state != MA_V_DEAD;
+			if (n->last_vp >= 0 && (unsigned)n->last_vp < v->nb_vps) {
+				c->vp = n->last_vp;
+				c->cover = v->items[ma_view_vp_queue(v, (unsigned)n->last_vp)].parent;
+			}
+			continue;
 		}
-		return i;
-	}
-	struct ma_bubble *b = ma_bubble_of_entity(e);
-	ma_spin_lock(&b->hold.lock);
-	long long load = 0;
-	int vp = -2, last = -1;
-	const struct ma_level *cover = NULL;
-	for (struct ma_list *l = b->members.next; l != &b->members && !p->failed; l = l->next) {
-		int k = ma_cn_build(p, ma_container_of(l, struct ma_entity, member_node));
-		if (k < 0)
-			break;
-		if (last < 0)
-			p->n[i].first = k;
-		else
-			p->n[last].next = k;
-		last = k;
-		const struct ma_cn *m = &p->n[k];
-		load += m->load;
-		if (m->vp != -2) {
-			vp = vp == -2 ? m->vp : (vp == m->vp ? vp : -1);
-			cover = ma_cache_lca(cover, m->cover);
+		long long load = 0;
+		int vp = -2, cover = -1;
+		for (int m = c->first; m >= 0; m = p->n[m].next) {
+			const struct ma_cn *x = &p->n[m];
+			load += x->load;
+			if (x->vp != -2) {
+				vp = vp == -2 ? x->vp : (vp == x->vp ? vp : -1);
+				cover = ma_cache_lca(v, cover, x->cover);
+			}
 		}
+		c->load = n->load_hint >= 0 ? (long long)n->load_hint : load;
+		c->vp = vp;
+		c->cover = cover;
+		c->movable = n->fixed_item < 0;
+		c->burstable = c->movable && c->first >= 0 && n->status == MA_V_CLOSED;
 	}
-	struct ma_cn *c = &p->n[i];
-	c->load = e->load_hint >= 0 ? e->load_hint : load;
-	c->vp = vp;
-	c->cover = cover;
-	c->movable = b->fixed_item < 0;
-	c->burstable = c->movable && last >= 0 && atomic_load(&b->status) == MA_BUBBLE_CLOSED;
-	ma_spin_unlock(&b->hold.lock);
-	return i;
+	return (int)from;
 }
 
 /* ---- deciding ---- */
@@ -141,51 +149,83 @@ static int ma_cn_build(struct ma_cplan *p, struct ma_entity *e)
 #define MA_CACHE_MAXKIDS 256
 
 struct ma_cdist {
-	struct ma_runqueue *kid[MA_CACHE_MAXKIDS];
+	int kid[MA_CACHE_MAXKIDS];     /* queue numbers */
 	long long load[MA_CACHE_MAXKIDS], vps[MA_CACHE_MAXKIDS];
 	unsigned nb;
 };
 
-/* The child of C whose subtree holds queue/item x (a VP's queue or a level), -1 if none. */
-static int ma_cdist_kid_of_vp(const struct ma_cdist *d, int vp)
+/* The queues just below queue q that a VP looks at: its child items with VPs, then the
+ * own queues of the VPs whose leaf it is. */
+static unsigned ma_cache_kids(const struct ma_view *v, int q, int *out, unsigned max)
+{
+	if (q >= (int)v->nb_items)
+		return 0;
+	const struct ma_level *l = &v->topo->levels[q];
+	unsigned n = 0;
+	for (unsigned i = 0; i < l->arity && n < max; i++)
+		if (l->children[i]->nb_vps)
+			out[n++] = (int)l->children[i]->id;
+	const struct ma_vitem *it = &v->items[q];
+	for (unsigned vp = it->first_vp; vp < v->nb_vps && n < max; vp++) {
+		int vq = ma_view_vp_queue(v, vp);
+		if (v->items[vq].parent == q)
+			out[n++] = vq;
+	}
+	return n;
+}
+
+/* The child whose subtree VP vp looks at, -1 if none. */
+static int ma_cdist_kid_of_vp(const struct ma_view *v, const struct ma_cdist *d, int vp)
 {
 	for (unsigned k = 0; k < d->nb; k++)
-		if (ma_sl_sees(d->kid[k], (unsigned)vp))
+		if (ma_view_sees(v, d->kid[k], (unsigned)vp))
 			return (int)k;
 	return -1;
 }
 
-/* Votes of node i's threads for each child (their last VPs). */
-static void ma_cn_votes(const struct ma_cplan *p, int i, const struct ma_cdist *d, unsigned *votes)
-{
-	const struct ma_cn *c = &p->n[i];
-	if (c->e->type == MA_TASK_ENTITY) {
-		int k = c->vp >= 0 ? ma_cdist_kid_of_vp(d, c->vp) : -1;
-		if (k >= 0)
-			votes[k]++;
-		return;
-	}
-	for (int m = c->first; m >= 0; m = p->n[m].next)
-		ma_cn_votes(p, m, d, votes);
-}
-
 /* The child entity i would rather go to: the one holding its last VPs, else the one
- * holding most of them; -1 if it never ran (or ran elsewhere). */
+ * holding most of them (its threads' votes); -1 if it never ran (or ran elsewhere). */
 static int ma_cn_pref(const struct ma_cplan *p, int i, const struct ma_cdist *d)
 {
 	const struct ma_cn *c = &p->n[i];
 	if (c->vp == -2)
 		return -1;
 	if (c->vp >= 0)
-		return ma_cdist_kid_of_vp(d, c->vp);
-	unsigned votes[MA_CACHE_MAXKIDS] = { 0 }, best = 0;
+		return ma_cdist_kid_of_vp(p->v, d, c->vp);
+	unsigned *votes = calloc(d->nb ? d->nb : 1, sizeof(*votes));
+	unsigned cap = 64, n = 0;
+	int *stack = malloc(cap * sizeof(*stack));
 	int k = -1;
-	ma_cn_votes(p, i, d, votes);
-	for (unsigned j = 0; j < d->nb; j++)
-		if (votes[j] > best) {
-			best = votes[j];
-			k = (int)j;
+	if (votes && stack) {
+		stack[n++] = i;
+		while (n) {
+			const struct ma_cn *x = &p->n[stack[--n]];
+			if (!x->n->is_bubble) {
+				int j = x->vp >= 0 ? ma_cdist_kid_of_vp(p->v, d, x->vp) : -1;
+				if (j >= 0)
+					votes[j]++;
+				continue;
+			}
+			for (int m = x->first; m >= 0; m = p->n[m].next) {
+				if (n == cap) {
+					int *more = realloc(stack, 2 * cap * sizeof(*stack));
+					if (!more)
+						break;
+					stack = more;
+					cap *= 2;
+				}
+				stack[n++] = m;
+			}
 		}
+		unsigned best = 0;
+		for (unsigned j = 0; j < d->nb; j++)
+			if (votes[j] > best) {
+				best = votes[j];
+				k = (int)j;
+			}
+	}
+	free(votes);
+	free(stack);
 	return k;
 }
 
@@ -221,50 +261,45 @@ static int ma_cache_grow(int **a, unsigned *cap)
 	return 1;
 }
 
-static int ma_cn_heavier(const struct ma_cplan *p, int a, int b)
-{
-	return p->n[a].load > p->n[b].load;
-}
-
 /* Chooses where the entities list[0..n) go from queue C: placed on a VP queue, or burst
- * here and their members decided in turn. */
-static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *list, unsigned n)
+ * here and their members decided in turn. Recurses once per level of the topology. */
+static void ma_cache_distribute(struct ma_cplan *p, int C, int *list, unsigned n)
 {
 	if (!n)
 		return;
+	const struct ma_view *v = p->v;
 	struct ma_cdist *d = malloc(sizeof(*d));
 	if (!d) {
 		p->failed = 1;
 		return;
 	}
-	d->nb = ma_sl_kids(C, d->kid, MA_CACHE_MAXKIDS);
-	if (d->nb == 1 && d->kid[0]->vp < 0) {
+	d->nb = ma_cache_kids(v, C, d->kid, MA_CACHE_MAXKIDS);
+	if (d->nb == 1 && d->kid[0] < (int)v->nb_items) {
 		/* A level with a single child adds nothing: go down at once. */
-		struct ma_runqueue *only = d->kid[0];
+		int only = d->kid[0];
 		free(d);
 		ma_cache_distribute(p, only, list, n);
 		return;
 	}
-	if (!d->nb || (d->nb == 1 && d->kid[0]->vp >= 0)) {
+	if (!d->nb || d->nb == 1) {
 		/* A VP's queue, or an item served by one VP: everything stays here, whole. */
-		struct ma_runqueue *here = d->nb ? d->kid[0] : C;
+		int here = d->nb ? d->kid[0] : C;
 		for (unsigned i = 0; i < n; i++) {
 			p->n[list[i]].act = MA_CN_PLACE;
-			p->n[list[i]].rq = here;
+			p->n[list[i]].q = here;
 		}
 		free(d);
 		return;
 	}
 	for (unsigned k = 0; k < d->nb; k++) {
-		d->load[k] = (long long)ma_sl_load_exact(d->kid[k], NULL);
-		d->vps[k] = ma_sl_nb_vps(d->kid[k]);
+		d->load[k] = (long long)ma_vitem_load_exact(&v->items[d->kid[k]]);
+		d->vps[k] = v->items[d->kid[k]].nb_vps;
 	}
 	/* Ties for what never ran go to the child running the caller, which woke it: in a
 	 * nested fork-join that is the level's joiner, which runs seeds inline only from its
 	 * own VP's path. Sent to another VP on a full machine, they would run there as
 	 * threads while the joiner blocks. */
-	struct ma_worker *self = ma_worker_self();
-	int waker = self ? ma_cdist_kid_of_vp(d, (int)self->vp) : -1;
+	int waker = p->waker_vp >= 0 ? ma_cdist_kid_of_vp(v, d, p->waker_vp) : -1;
 	/* Work list: grows as bubbles burst into their members; `to`: the entities placed. */
 	unsigned cap = n + 16, len = 0, capto = n + 16, nto = 0;
 	int *work = malloc(cap * sizeof(*work)), *to = malloc(capto * sizeof(*to));
@@ -278,7 +313,7 @@ static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *
 		/* Heaviest first: it has the fewest places left to fit. */
 		unsigned h = 0;
 		for (unsigned i = 1; i < len; i++)
-			if (ma_cn_heavier(p, work[i], work[h]))
+			if (p->n[work[i]].load > p->n[work[h]].load)
 				h = i;
 		int x = work[h];
 		work[h] = work[--len];
@@ -295,7 +330,7 @@ static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *
 				room |= d->load[j] < d->vps[j];
 			if (c->burstable && room) {
 				c->act = MA_CN_BURST;
-				c->rq = C;
+				c->q = C;
 				for (int m = c->first; m >= 0; m = p->n[m].next) {
 					if (len == cap && !ma_cache_grow(&work, &cap)) {
 						p->failed = 1;
@@ -309,7 +344,7 @@ static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *
 			k = pref >= 0 ? pref : ma_cdist_lightest(d, c->load, 0, tie);
 		}
 		d->load[k] += c->load;
-		c->rq = d->kid[k]; /* for now: which child; the recursion refines it */
+		c->q = d->kid[k]; /* for now: which child; the recursion refines it */
 		if (nto == capto && !ma_cache_grow(&to, &capto)) {
 			p->failed = 1;
 			goto out;
@@ -326,7 +361,7 @@ static void ma_cache_distribute(struct ma_cplan *p, struct ma_runqueue *C, int *
 	for (unsigned k = 0; k < d->nb && !p->failed; k++) {
 		unsigned m = 0;
 		for (unsigned i = 0; i < nto; i++)
-			if (p->n[to[i]].rq == d->kid[k])
+			if (p->n[to[i]].q == d->kid[k])
 				work[m++] = to[i];
 		ma_cache_distribute(p, d->kid[k], work, m);
 	}
@@ -336,143 +371,135 @@ out:
 	free(d);
 }
 
-/* ---- carrying it out ---- */
+/* ---- the decisions ---- */
 
-static int ma_cn_find(const struct ma_cplan *p, int parent, struct ma_entity *e, int *hint)
+static void ma_cache_push(struct ma_dlist *out, enum ma_dkind kind, uint64_t id, int q)
 {
-	for (int pass = 0; pass < 2; pass++)
-		for (int m = pass ? p->n[parent].first : *hint; m >= 0; m = p->n[m].next)
-			if (p->n[m].e == e) {
-				*hint = p->n[m].next;
-				return m;
-			}
-	return -1;
+	struct ma_decision d = { .kind = kind, .entity = id, .item = q };
+	(void)ma_dlist_push(out, &d);
 }
 
-/* Carries out node i's decision and its members'. Nothing is locked: i is the submitted
- * bubble or a sub-bubble met in its (locked) parent, which it cannot leave without
- * being gathered first (then our moves fail harmlessly). */
-static void ma_cache_exec(struct ma_cplan *p, int i)
+/* The decisions of the plan from node `top` down, top down: a bubble placed or burst, and the members of a burst one in turn (threads moved, started
+ * and not ended). The executor bursts a bubble placed first without queueing it, so that
+ * no thread runs on the wrong VP. */
+static void ma_cache_emit(const struct ma_cplan *p, int top, struct ma_dlist *out)
 {
-	struct ma_cn *c = &p->n[i];
-	if (c->e->type != MA_BUBBLE_ENTITY || !c->movable)
+	unsigned cap = 64, n = 0;
+	int *stack = malloc(cap * sizeof(*stack));
+	if (!stack)
 		return;
-	struct ma_bubble *b = ma_bubble_of_entity(c->e);
-	if (c->act == MA_CN_PLACE) {
-		ma_bubble_place(b, c->rq);
-		return;
-	}
-	if (c->act != MA_CN_BURST)
-		return;
-	/* Burst before any VP serves it, so that no thread runs on the wrong VP. */
-	if (!ma_sl_place_quiet(b, c->rq))
-		ma_bubble_burst(b, c->rq);
-	int nsub = 0, hint = c->first;
-	int *subs = malloc(sizeof(int) * (p->nb ? p->nb : 1));
-	ma_spin_lock(&b->hold.lock);
-	for (struct ma_list *l = b->members.next; l != &b->members; l = l->next) {
-		struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
-		int m = ma_cn_find(p, i, e, &hint);
-		if (m < 0 || !p->n[m].movable || p->n[m].act == MA_CN_NONE)
+	stack[n++] = top;
+	while (n) {
+		const struct ma_cn *c = &p->n[stack[--n]];
+		const struct ma_vnode *x = c->n;
+		if (!c->movable || c->act == MA_CN_NONE)
 			continue;
-		if (e->type == MA_TASK_ENTITY) {
-			/* A member, so alive while we hold its bubble. */
-			int s = atomic_load(&ma_task_of_entity(e)->state);
-			if (s != MA_TASK_BORN && s != MA_TASK_DEAD && s != MA_TASK_FREE)
-				ma_entity_move(e, p->n[m].rq);
-		} else if (subs) {
-			subs[nsub++] = m;
+		if (!x->is_bubble) {
+			if (x->item != c->q)
+				ma_cache_push(out, MA_D_MOVE, x->id, c->q);
+			continue;
+		}
+		if (c->act == MA_CN_PLACE) {
+			/* Where it is already too: placing queues it again (a bubble that closed
+			 * on its queue is off it until then). */
+			ma_cache_push(out, MA_D_PLACE, x->id, c->q);
+			continue;
+		}
+		ma_cache_push(out, MA_D_BURST, x->id, c->q);
+		/* Members in member order: pushed backwards, popped forwards. */
+		unsigned from = n;
+		for (int m = c->first; m >= 0; m = p->n[m].next) {
+			if (n == cap) {
+				int *more = realloc(stack, 2 * cap * sizeof(*stack));
+				if (!more)
+					break;
+				stack = more;
+				cap *= 2;
+			}
+			stack[n++] = m;
+		}
+		for (unsigned a = from, b = n; a + 1 < b; a++, b--) {
+			int t = stack[a];
+			stack[a] = stack[b - 1];
+			stack[b - 1] = t;
 		}
 	}
-	ma_spin_unlock(&b->hold.lock);
-	/* Bursting arms regeneration timers: not under a bubble lock (timer callbacks take
-	 * bubble locks under the timer lock). */
-	for (int k = 0; k < nsub; k++)
-		ma_cache_exec(p, subs[k]);
-	free(subs);
+	free(stack);
 }
 
-/* ---- hooks ---- */
-
-/* The queue to decide b's placement from (see the top of the file). */
-static struct ma_runqueue *ma_cache_start_rq(struct ma_bubble *b, const struct ma_cn *c)
+/* The queue to decide bubble c's placement from (see the top of the file). */
+static int ma_cache_start_q(const struct ma_view *v, const struct ma_cn *c)
 {
-	if (!c->cover) {
-		struct ma_bubble *par = ma_entity_parent(&b->e);
-		struct ma_holder *h = par ? __atomic_load_n(&par->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
-		return h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0];
-	}
-	struct ma_runqueue *rq = c->vp >= 0 ? &ma_rt.workers[c->vp].rq : &ma_rt.rqs[c->cover->id];
-	while (rq->father && (long long)ma_sl_load_exact(rq, NULL) + c->load > (long long)ma_sl_nb_vps(rq))
-		rq = rq->father;
-	return rq;
+	if (c->cover < 0)
+		return c->n->home >= 0 ? c->n->home : 0;
+	int q = c->vp >= 0 ? ma_view_vp_queue(v, (unsigned)c->vp) : c->cover;
+	while (v->items[q].parent >= 0 &&
+	       (long long)ma_vitem_load_exact(&v->items[q]) + c->load > (long long)v->items[q].nb_vps)
+		q = v->items[q].parent;
+	return q;
 }
 
-static void ma_cache_submit(struct ma_bubble *b)
+static void ma_cache_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	struct ma_cplan p = { 0 };
-	int top = ma_cn_build(&p, &b->e);
-	if (top < 0 || p.failed) {
-		ma_cplan_free(&p);
-		ma_bubble_place(b, &ma_rt.rqs[0]);
+	(void)priv;
+	const struct ma_vnode *b = v->root;
+	if (!b)
 		return;
+	struct ma_cplan p = { .v = v, .waker_vp = v->self_vp };
+	int top = ma_cn_build(&p, b);
+	if (top >= 0 && !p.failed)
+		ma_cache_distribute(&p, ma_cache_start_q(v, &p.n[top]), &top, 1);
+	if (top < 0 || p.failed) {
+		/* Out of memory: at least schedule it. */
+		ma_cache_push(out, MA_D_PLACE, b->id, 0);
+	} else {
+		if (p.n[top].act == MA_CN_NONE) {
+			p.n[top].act = MA_CN_PLACE;
+			p.n[top].q = 0;
+		}
+		ma_cache_emit(&p, top, out);
 	}
-	ma_cache_distribute(&p, ma_cache_start_rq(b, &p.n[top]), &top, 1);
-	if (p.n[top].act == MA_CN_NONE) {
-		p.n[top].act = MA_CN_PLACE;
-		p.n[top].rq = &ma_rt.rqs[0];
-	}
-	ma_cache_exec(&p, top);
-	ma_cplan_free(&p);
+	free(p.n);
 }
 
 /* marcel_bubble_sched_begin: every closed bubble of the root is placed at once, knowing
  * the others. */
-static void ma_cache_start(void)
+static void ma_cache_start(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	struct ma_bubble *r = ma_root_bubble;
-	struct ma_cplan p = { 0 };
-	int *tops = NULL;
+	(void)priv;
+	const struct ma_vnode *r = v->root;
+	if (!r)
+		return;
+	struct ma_cplan p = { .v = v, .waker_vp = v->self_vp };
+	int *tops = malloc(sizeof(int) * (r->nb_children ? r->nb_children : 1));
 	unsigned nt = 0;
-	ma_spin_lock(&r->hold.lock);
-	tops = malloc(sizeof(int) * (r->nb_members ? r->nb_members : 1));
-	for (struct ma_list *l = r->members.next; tops && l != &r->members && !p.failed; l = l->next) {
-		struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
-		if (e->type != MA_BUBBLE_ENTITY)
+	for (unsigned k = 0; tops && k < r->nb_children && !p.failed; k++) {
+		const struct ma_vnode *b = r->children[k];
+		/* The root is opened: its members are on queues, or not placed yet. */
+		if (!b->is_bubble || !b->woken || b->fixed_item >= 0 || b->status != MA_V_CLOSED)
 			continue;
-		struct ma_bubble *b = ma_bubble_of_entity(e);
-		struct ma_holder *h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
-		if (!b->woken || b->fixed_item >= 0 || atomic_load(&b->status) != MA_BUBBLE_CLOSED ||
-		    (h && h->type != MA_RUNQUEUE_HOLDER))
-			continue;
-		int i = ma_cn_build(&p, e);
+		int i = ma_cn_build(&p, b);
 		if (i >= 0)
 			tops[nt++] = i;
 	}
-	ma_spin_unlock(&r->hold.lock);
 	if (tops && !p.failed) {
-		ma_cache_distribute(&p, &ma_rt.rqs[0], tops, nt);
+		ma_cache_distribute(&p, 0, tops, nt);
 		for (unsigned i = 0; i < nt && !p.failed; i++)
-			ma_cache_exec(&p, tops[i]);
+			ma_cache_emit(&p, tops[i], out);
 	}
 	free(tops);
-	ma_cplan_free(&p);
-}
-
-/* Closed bubbles are only ever met where this strategy put them: serve them there. */
-static enum ma_pick ma_cache_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
-				   struct ma_runqueue **to)
-{
-	(void)w, (void)rq, (void)b, (void)to;
-	return MA_PICK_SERVE;
+	free(p.n);
 }
 
 const struct ma_strategy ma_strategy_cache = {
 	.name = "cache",
 	.alias = "affinity",
 	.description = "keeps entities where they last ran, bursts as few bubbles as possible, then balances",
-	.start = ma_cache_start,
-	.submit = ma_cache_submit,
-	.sched = ma_cache_sched,
+	/* Loads count a queued closed bubble as its ready threads. */
+	.view_detail = MA_VIEW_READY,
+	.decide_start = ma_cache_start,
+	.decide_submit = ma_cache_submit,
+	/* Closed bubbles are only ever met where this strategy put them: decide_pick NULL,
+	 * they are served there. */
 	.private_levels = 1,
 };

@@ -832,6 +832,211 @@ START_TEST(spread_stale_start)
 }
 END_TEST
 
+/* ---- cache ---- */
+
+START_TEST(cache_table)
+{
+	const struct ma_strategy *s = &ma_strategy_cache;
+	ck_assert_str_eq(s->name, "cache");
+	ck_assert_str_eq(s->alias, "affinity");
+	ck_assert_ptr_nonnull(s->decide_start);
+	ck_assert_ptr_nonnull(s->decide_submit);
+	ck_assert_ptr_null(s->decide_pick);
+	ck_assert_uint_eq(s->view_detail, MA_VIEW_READY);
+	ck_assert_uint_eq(s->private_levels, 1);
+	ck_assert_ptr_null(s->submit);
+	ck_assert_ptr_null(s->start);
+	ck_assert_ptr_null(s->sched);
+}
+END_TEST
+
+/* A bubble B of threads that last ran on VPs vps[0..n) (-1: never ran), woken below the
+ * root (opened on the machine); VP `self` decides. */
+static struct ma_vnode *cache_tree(struct ma_vt *t, const struct machine *m, const int *vps, unsigned n)
+{
+	ma_vt_load(t, m->spec, m->smt);
+	struct ma_vnode *r = ma_vt_bubble(t, NULL, BUBBLE(1));
+	r->status = MA_V_OPENED;
+	r->item = 0;
+	struct ma_vnode *b = ma_vt_bubble(t, r, BUBBLE(2));
+	for (unsigned i = 0; i < n; i++)
+		ma_vt_thread(t, b, 100 + i)->last_vp = vps[i];
+	return b;
+}
+
+static struct ma_dlist *cache_submit(struct ma_vt *t, struct ma_vnode *root, struct ma_vnode *b,
+				     struct ma_vt_list *l, int self)
+{
+	ma_vt_finish(t, root);
+	t->v.root = b;
+	t->v.self_vp = self;
+	t->v.flags = MA_VIEW_HAS_READY;
+	struct ma_dlist *out = ma_vt_list(l, 4096);
+	ma_strategy_cache.decide_submit(&t->v, NULL, out);
+	return out;
+}
+
+/* One thread that last ran on a VP: the bubble goes whole to that VP's own queue. */
+START_TEST(cache_back_to_its_vp)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	int vp = (int)m->vps - 3;
+	struct ma_vnode *b = cache_tree(&t, m, &vp, 1);
+	struct ma_dlist *out = cache_submit(&t, (struct ma_vnode *)(uintptr_t)b->parent, b, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].entity == b->id);
+	ck_assert_int_eq(out->d[0].item, ma_vt_vpq(&t, (unsigned)vp));
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* Four threads that ran on four VPs: no child of their cover takes the bubble whole, so it
+ * bursts there and each thread goes back to its own VP; the BURST comes first. */
+START_TEST(cache_burst_to_last_vps)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	int vps[4] = { 8, 9, 10, 11 };
+	struct ma_vnode *b = cache_tree(&t, m, vps, 4);
+	struct ma_dlist *out = cache_submit(&t, (struct ma_vnode *)(uintptr_t)b->parent, b, &l, 0);
+	ck_assert_uint_eq(out->n, 5);
+	ck_assert(out->d[0].kind == MA_D_BURST && out->d[0].entity == b->id);
+	/* Burst on an item that holds the four VPs. */
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert(ma_view_sees(&t.v, out->d[0].item, (unsigned)vps[i]));
+	for (unsigned i = 1; i < 5; i++) {
+		ck_assert_int_eq(out->d[i].kind, MA_D_MOVE);
+		ck_assert(out->d[i].entity == 100 + (i - 1));
+		ck_assert_int_eq(out->d[i].item, ma_vt_vpq(&t, (unsigned)vps[i - 1]));
+	}
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* Its VP overloaded, a thread that ran there goes to the lightest VP near it instead (the
+ * smallest item around that can take it). */
+START_TEST(cache_widens_when_full)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	int vp = 4;
+	struct ma_vnode *b = cache_tree(&t, m, &vp, 1);
+	/* Its VP runs a thread and has 3 more queued. */
+	ma_vt_queue(&t, ma_vt_vpq(&t, 4), 3, 1);
+	struct ma_dlist *out = cache_submit(&t, (struct ma_vnode *)(uintptr_t)b->parent, b, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert_int_eq(out->d[0].kind, MA_D_PLACE);
+	int q = out->d[0].item;
+	ck_assert_int_ne(q, ma_vt_vpq(&t, 4));
+	ck_assert_int_ge(q, (int)t.v.nb_items);
+	/* A neighbour: below the smallest item around VP 4 with room for one more. */
+	int around = ma_vt_vpq(&t, 4);
+	while (ma_vitem_load_exact(&t.it[around]) + 1 > t.it[around].nb_vps)
+		around = t.it[around].parent;
+	ck_assert_int_ge(around, 0);
+	ck_assert(ma_view_within(&t.v, q, around));
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* Threads that never ran: balanced from the parent's queue, ties toward the waker; with
+ * the waker's side loaded, the other side. Two threads fit no VP whole: the bubble goes
+ * down whole while it fits, then bursts and its threads take a VP each. */
+START_TEST(cache_never_ran)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	int none[2] = { -1, -1 };
+	unsigned self = m->vps - 1;
+	struct ma_vnode *b = cache_tree(&t, m, none, 2);
+	int p0 = (int)t.topo.levels[0].children[0]->id;
+	int plast = (int)t.topo.levels[0].children[t.topo.levels[0].arity - 1]->id;
+	struct ma_dlist *out = cache_submit(&t, (struct ma_vnode *)(uintptr_t)b->parent, b, &l, (int)self);
+	ck_assert_uint_eq(out->n, 3);
+	ck_assert(out->d[0].kind == MA_D_BURST && out->d[0].entity == b->id);
+	ck_assert(ma_view_sees(&t.v, out->d[0].item, self));
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert(ma_view_within(&t.v, out->d[i].item, plast));
+	ck_assert(out->d[1].kind == MA_D_MOVE && out->d[2].kind == MA_D_MOVE);
+	ck_assert_int_ge(out->d[1].item, (int)t.v.nb_items);
+	ck_assert_int_ne(out->d[1].item, out->d[2].item);
+	/* The waker's package full of work: the first package. */
+	for (unsigned v = 0; v < m->vps; v++)
+		if (ma_view_sees(&t.v, plast, v))
+			ma_vt_queue(&t, ma_vt_vpq(&t, v), 0, 1);
+	out = cache_submit(&t, (struct ma_vnode *)(uintptr_t)b->parent, b, &l, (int)self);
+	ck_assert_uint_eq(out->n, 3);
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert(ma_view_within(&t.v, out->d[i].item, p0));
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* start: every closed woken bubble of the root at once, each back where its threads ran;
+ * opened, unwoken and fixed ones left alone. */
+START_TEST(cache_start)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	ma_vt_load(&t, m->spec, m->smt);
+	struct ma_vnode *r = ma_vt_bubble(&t, NULL, BUBBLE(1));
+	r->status = MA_V_OPENED;
+	r->item = 0;
+	unsigned a = 2, z = m->vps - 2;
+	struct ma_vnode *ba = ma_vt_bubble(&t, r, BUBBLE(2));
+	ma_vt_thread(&t, ba, 100)->last_vp = (int)a;
+	struct ma_vnode *bz = ma_vt_bubble(&t, r, BUBBLE(3));
+	ma_vt_thread(&t, bz, 200)->last_vp = (int)z;
+	struct ma_vnode *op = ma_vt_bubble(&t, r, BUBBLE(4));
+	op->status = MA_V_OPENED;
+	ma_vt_thread(&t, op, 300);
+	struct ma_vnode *un = ma_vt_bubble(&t, r, BUBBLE(5));
+	un->woken = 0;
+	ma_vt_thread(&t, un, 400);
+	struct ma_vnode *fx = ma_vt_bubble(&t, r, BUBBLE(6));
+	fx->fixed_item = 0;
+	ma_vt_thread(&t, fx, 500);
+	ma_vt_finish(&t, r);
+	t.v.flags = MA_VIEW_HAS_READY;
+	struct ma_dlist *out = ma_vt_list(&l, 4096);
+	ma_strategy_cache.decide_start(&t.v, NULL, out);
+	ck_assert_uint_eq(out->n, 2);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].entity == ba->id &&
+		  out->d[0].item == ma_vt_vpq(&t, a));
+	ck_assert(out->d[1].kind == MA_D_PLACE && out->d[1].entity == bz->id &&
+		  out->d[1].item == ma_vt_vpq(&t, z));
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* A bubble nested deeper than a recursion could go, its one thread on a VP: the plan and
+ * its walks keep their own stacks. */
+START_TEST(cache_deep)
+{
+	const struct machine *m = &machines[0];
+	struct ma_vt t;
+	struct ma_vt_list l;
+	ma_vt_load(&t, m->spec, m->smt);
+	struct ma_vnode *r = ma_vt_bubble(&t, NULL, BUBBLE(1));
+	r->status = MA_V_OPENED;
+	r->item = 0;
+	struct ma_vnode *b = ma_vt_bubble(&t, r, BUBBLE(2)), *x = b;
+	for (unsigned d = 0; d < 2000; d++)
+		x = ma_vt_bubble(&t, x, BUBBLE(10 + d));
+	ma_vt_thread(&t, x, 100)->last_vp = 7;
+	struct ma_dlist *out = cache_submit(&t, r, b, &l, 0);
+	ck_assert_uint_eq(out->n, 1);
+	ck_assert(out->d[0].kind == MA_D_PLACE && out->d[0].item == ma_vt_vpq(&t, 7));
+	ma_vt_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -864,6 +1069,15 @@ int main(void)
 	tcase_add_loop_test(sp, spread_start, 0, NB_MACHINES);
 	tcase_add_loop_test(sp, spread_stale_start, 0, NB_MACHINES);
 	suite_add_tcase(s, sp);
+	TCase *ca = tcase_create("cache");
+	tcase_add_test(ca, cache_table);
+	tcase_add_loop_test(ca, cache_back_to_its_vp, 0, NB_MACHINES);
+	tcase_add_loop_test(ca, cache_burst_to_last_vps, 0, NB_MACHINES);
+	tcase_add_loop_test(ca, cache_widens_when_full, 0, NB_MACHINES);
+	tcase_add_loop_test(ca, cache_never_ran, 0, NB_MACHINES);
+	tcase_add_loop_test(ca, cache_start, 0, NB_MACHINES);
+	tcase_add_test(ca, cache_deep);
+	suite_add_tcase(s, ca);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
