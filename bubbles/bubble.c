@@ -826,8 +826,9 @@ static int ma_bubble_wake_untreed(struct ma_bubble *b, struct marcel_task *self,
 		done = -1;
 	} else if (p->woken && ma_entity_parent(&self->e) == p) {
 		int subs = 0;
-		for (struct ma_list *l = b->members.next; l != &b->members && !subs; l = l->next)
-			subs = ma_container_of(l, struct ma_entity, member_node)->type == MA_BUBBLE_ENTITY;
+		ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node)
+			if ((subs = m->type == MA_BUBBLE_ENTITY))
+				break;
 		done = !subs && ma_member_add_untreed(p, b, 1);
 		if (done)
 			ma_wake_pass_locked(b, wp);

@@ -280,9 +280,9 @@ static void ma_start_born_rec(struct ma_bubble *x)
 		unsigned n = 0;
 		ma_spin_lock(&x->hold.lock);
 		if (x->woken && !x->implicit)
-			for (struct ma_list *l = x->members.next; l != &x->members && x->unit.nb_born && n < BATCH;
-			     l = l->next) {
-				struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
+			ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
+				if (!x->unit.nb_born || n == BATCH)
+					break;
 				if (m->type == MA_TASK_ENTITY &&
 				    atomic_load(&ma_task_of_entity(m)->state) == MA_TASK_BORN) {
 					ma_bubble_start_locked(x, ma_task_of_entity(m), NULL);

@@ -174,10 +174,12 @@ static int ma_private_give(struct ma_worker *w, struct ma_worker *to)
 		if (!ma_private_mine(w, b) || !b->unit.private_woken || !b->unit.nb_born)
 			continue;
 		struct marcel_task *t = NULL;
-		for (struct ma_list *l = b->members.next; l != &b->members && !t; l = l->next) {
-			struct marcel_task *m = ma_task_of_entity(ma_container_of(l, struct ma_entity, member_node));
-			if (atomic_load_explicit(&m->state, memory_order_relaxed) == MA_TASK_BORN)
+		ma_list_for_each_entry(struct ma_entity, e, &b->members, member_node) {
+			struct marcel_task *m = ma_task_of_entity(e);
+			if (atomic_load_explicit(&m->state, memory_order_relaxed) == MA_TASK_BORN) {
 				t = m;
+				break;
+			}
 		}
 		if (!t)
 			continue;

@@ -255,8 +255,10 @@ static int ma_snap_queue(struct ma_snap *c, unsigned qi, struct ma_runqueue *rq)
 		return -1;
 	}
 	for (int p = 0; p < MA_MAX_PRIO && q->nb_queued < n; p++)
-		for (struct ma_list *l = rq->queue[p].next; l != &rq->queue[p] && q->nb_queued < n; l = l->next) {
-			int e = ma_snap_lookup(c, ma_container_of(l, struct ma_entity, run_node));
+		ma_list_for_each_entry(struct ma_entity, x, &rq->queue[p], run_node) {
+			if (q->nb_queued == n)
+				break;
+			int e = ma_snap_lookup(c, x);
 			if (e >= 0)
 				q->queued[q->nb_queued++] = e;
 		}

@@ -544,8 +544,9 @@ void marcel_bubble_shake(void)
 	ma_spin_lock(&r->hold.lock);
 	unsigned n = 0, max = r->nb_members;
 	struct ma_bubble **subs = malloc(sizeof(*subs) * (max ? max : 1));
-	for (struct ma_list *l = r->members.next; subs && l != &r->members && n < max; l = l->next) {
-		struct ma_entity *e = ma_container_of(l, struct ma_entity, member_node);
+	ma_list_for_each_entry(struct ma_entity, e, &r->members, member_node) {
+		if (!subs || n == max)
+			break;
 		if (e->type != MA_BUBBLE_ENTITY)
 			continue;
 		struct ma_bubble *b = ma_bubble_of_entity(e);

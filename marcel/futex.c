@@ -284,8 +284,9 @@ int ma_fwaiters(const void *key)
 	struct ma_fbucket *b = ma_fbucket_of(key);
 	int found = 0;
 	ma_fbucket_lock(b);
-	for (struct ma_list *l = b->list.next; l != &b->list && !found; l = l->next)
-		found = ma_container_of(l, struct ma_fnode, link)->key == key;
+	ma_list_for_each_entry(struct ma_fnode, x, &b->list, link)
+		if ((found = x->key == key))
+			break;
 	ma_spin_unlock(&b->lock);
 	return found;
 }
