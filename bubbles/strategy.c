@@ -600,6 +600,29 @@ void ma_strategy_tick(struct ma_bubble *b)
 
 /* ---- the concurrent events ---- */
 
+typedef void (*ma_concurrent_hook)(const struct ma_view *v, const void *priv, struct ma_dlist *out);
+
+/* Concurrent hook `hook` of u on VP w, on the view of w's neighbourhood (t NULL) or of
+ * thread t: the decisions carried out, -1 if it was not called (no view, or u's block
+ * retired meanwhile). */
+static int ma_decide_concurrent(const struct ma_strategy_use *u, struct ma_worker *w, struct marcel_task *t,
+				ma_concurrent_hook hook)
+{
+	int done = -1;
+	const void *priv = u->s->priv_size ? ma_hook_enter(u, w->vp) : NULL;
+	struct ma_view v;
+	if ((priv || !u->s->priv_size) && !(t ? ma_view_build_thread(&v, t, 0) : ma_view_build_vp(&v, w, 0))) {
+		struct ma_dlist l;
+		ma_decide_list(&v, &l);
+		hook(&v, priv, &l);
+		done = (int)ma_decide_exec(&v, &l);
+		ma_view_release(&v);
+	}
+	if (u->s->priv_size)
+		ma_hook_leave(w->vp);
+	return done;
+}
+
 int ma_strategy_vp_idle(struct ma_worker *w)
 {
 	const struct ma_strategy_use *u = ma_strategy_current();
@@ -610,19 +633,7 @@ int ma_strategy_vp_idle(struct ma_worker *w)
 	/* NULL: nothing to make visible. */
 	if (!u->s->decide_vp_idle)
 		return 0;
-	unsigned done = 0;
-	const void *priv = u->s->priv_size ? ma_hook_enter(u, w->vp) : NULL;
-	struct ma_view v;
-	if ((priv || !u->s->priv_size) && !ma_view_build_vp(&v, w, 0)) {
-		struct ma_dlist l;
-		ma_decide_list(&v, &l);
-		u->s->decide_vp_idle(&v, priv, &l);
-		done = ma_decide_exec(&v, &l);
-		ma_view_release(&v);
-	}
-	if (u->s->priv_size)
-		ma_hook_leave(w->vp);
-	return done != 0;
+	return ma_decide_concurrent(u, w, NULL, u->s->decide_vp_idle) > 0;
 }
 
 void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
@@ -632,22 +643,8 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 		u->s->stray(w, t);
 		return;
 	}
-	if (u && u->s->decide_stray) {
-		const void *priv = u->s->priv_size ? ma_hook_enter(u, w->vp) : NULL;
-		struct ma_view v;
-		int built = (priv || !u->s->priv_size) && !ma_view_build_thread(&v, t, 0);
-		if (built) {
-			struct ma_dlist l;
-			ma_decide_list(&v, &l);
-			u->s->decide_stray(&v, priv, &l);
-			ma_decide_exec(&v, &l);
-			ma_view_release(&v);
-		}
-		if (u->s->priv_size)
-			ma_hook_leave(w->vp);
-		if (built)
-			return;
-	}
+	if (u && u->s->decide_stray && ma_decide_concurrent(u, w, t, u->s->decide_stray) >= 0)
+		return;
 	atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
 }
 

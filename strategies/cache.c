@@ -144,6 +144,17 @@ static int ma_cn_build(struct ma_cplan *p, const struct ma_vnode *top)
 	return (int)from;
 }
 
+/* Doubles an int array (at least to *cap * 2): 0 if memory ran out (*a unchanged). */
+static int ma_cache_grow(int **a, unsigned *cap)
+{
+	int *n = realloc(*a, 2 * *cap * sizeof(**a));
+	if (!n)
+		return 0;
+	*a = n;
+	*cap *= 2;
+	return 1;
+}
+
 /* ---- deciding ---- */
 
 #define MA_CACHE_MAXKIDS 256
@@ -207,13 +218,8 @@ static int ma_cn_pref(const struct ma_cplan *p, int i, const struct ma_cdist *d)
 				continue;
 			}
 			for (int m = x->first; m >= 0; m = p->n[m].next) {
-				if (n == cap) {
-					int *more = realloc(stack, 2 * cap * sizeof(*stack));
-					if (!more)
-						break;
-					stack = more;
-					cap *= 2;
-				}
+				if (n == cap && !ma_cache_grow(&stack, &cap))
+					break;
 				stack[n++] = m;
 			}
 		}
@@ -248,17 +254,6 @@ static int ma_cdist_lightest(const struct ma_cdist *d, long long x, int fit, int
 			best = (int)k;
 	}
 	return best;
-}
-
-/* Doubles an int array (at least to *cap * 2): 0 if memory ran out (*a unchanged). */
-static int ma_cache_grow(int **a, unsigned *cap)
-{
-	int *n = realloc(*a, 2 * *cap * sizeof(**a));
-	if (!n)
-		return 0;
-	*a = n;
-	*cap *= 2;
-	return 1;
 }
 
 /* Chooses where the entities list[0..n) go from queue C: placed on a VP queue, or burst
@@ -409,13 +404,8 @@ static void ma_cache_emit(const struct ma_cplan *p, int top, struct ma_dlist *ou
 		/* Members in member order: pushed backwards, popped forwards. */
 		unsigned from = n;
 		for (int m = c->first; m >= 0; m = p->n[m].next) {
-			if (n == cap) {
-				int *more = realloc(stack, 2 * cap * sizeof(*stack));
-				if (!more)
-					break;
-				stack = more;
-				cap *= 2;
-			}
+			if (n == cap && !ma_cache_grow(&stack, &cap))
+				break;
 			stack[n++] = m;
 		}
 		for (unsigned a = from, b = n; a + 1 < b; a++, b--) {
