@@ -64,6 +64,11 @@ struct ma_strategy {
 	 * work (bubbles/private.c): right for a strategy that keeps a woken bubble where it
 	 * started anyway. */
 	unsigned char private_levels;
+	/* Period of the strategy's heartbeat in microseconds, 0: none. While the strategy
+	 * is in use, a decision list with `beat` set (ma_dlist) brings decide_tick (or the
+	 * old tick hook, with the heartbeat's bubble: ma_heartbeat_is) back once, that long
+	 * after: the clock a strategy watches time slices or starving queues with. */
+	unsigned long heartbeat_us;
 	/* Detail every view of its serialised decision hooks is built with (MA_VIEW_READY,
 	 * MA_VIEW_MEMORY, MA_VIEW_PLACED of ma_view.h; each costs locks or a walk), 0:
 	 * the counters and the subtree alone. A hook that needs more only now and then asks
@@ -137,13 +142,16 @@ struct ma_strategy {
 	void (*decide_shake)(const struct ma_view *v, void *priv, struct ma_dlist *out);
 	/*
 	 * decide_tick(v, priv, out): a bubble's regeneration period expired (its own, or the
-	 * strategy's default_timeslice_us): the strategy's heartbeat.
+	 * strategy's default_timeslice_us), or the strategy's heartbeat beats (v->root NULL:
+	 * a beat a list asked for, heartbeat_us after it).
 	 * Called by: ma_strategy_tick, from ma_bubble_work at a worker's scheduling point (a
 	 * yield, an idle turn; maybe on the stack of a preempted thread).
-	 * View: ma_view_build_subtree of the bubble. Locks: the strategy lock. Serialised; may
-	 * write priv. Must not block. The bubble's timer is not armed again by the dispatcher.
+	 * View: ma_view_build_subtree of the bubble, or of none for the heartbeat. Locks: the
+	 * strategy lock. Serialised; may write priv. Must not block. Neither the bubble's
+	 * timer nor the heartbeat is armed again by the dispatcher (out->beat does the
+	 * latter).
 	 * NULL: regen.c's rule (ma_bubble_regen_due): gather it if regenerating is worth it
-	 * now, else look again one period later.
+	 * now, else look again one period later; nothing for the heartbeat.
 	 */
 	void (*decide_tick)(const struct ma_view *v, void *priv, struct ma_dlist *out);
 	/*
@@ -168,8 +176,10 @@ struct ma_strategy {
 	 * queue; or any decision with MA_D_KIDS, "ask me again with the children items": the
 	 * dispatcher fills them in (ma_pick_view_kids: every VP below the queue is read, so a
 	 * hook asks only when it needs them) and calls the hook once more, which must then
-	 * answer. Anything else (another entity, a BURST elsewhere, a MOVE to this queue or
-	 * to no queue, another kind, MA_D_KIDS twice) is taken as MA_D_SERVE.
+	 * answer. A MOVE to pv->item itself sends the bubble to the back of this queue (what
+	 * else waits here goes first; find_next looks again). Anything else (another entity,
+	 * a BURST elsewhere, a MOVE to no queue, another kind, MA_D_KIDS twice) is taken as
+	 * MA_D_SERVE.
 	 * NULL: serve.
 	 */
 	struct ma_decision (*decide_pick)(const struct ma_pick_view *pv, const void *priv);
@@ -264,6 +274,25 @@ const void *ma_strategy_handle(void) MA_HIDDEN;
 /* Once every worker has stopped (ma_bubbles_stop): frees the uses and the private blocks
  * still waiting for their grace period. */
 void ma_strategy_reclaim(void) MA_HIDDEN;
+
+/* ---- heartbeat.c: the strategy's heartbeat (heartbeat_us) ---- */
+/* Sets its bubble up if this runtime has none yet: 0, or marcel_bubble_init's errno.
+ * The strategy lock held. */
+int ma_heartbeat_prepare(void) MA_HIDDEN;
+/* The strategy in use is now one with this period (0: none): a beat armed before is
+ * cancelled. After ma_heartbeat_prepare; the strategy lock held. */
+void ma_heartbeat_start(unsigned long period_us) MA_HIDDEN;
+/* One tick of the strategy in use one period from now (nothing if one is armed, if the
+ * strategy has no heartbeat, or outside a worker, where no timer lives). Any lock but a
+ * bubble's or a queue's may be held. */
+void ma_heartbeat_arm(void) MA_HIDDEN;
+/* No tick any more (one on its way may still come). */
+void ma_heartbeat_stop(void) MA_HIDDEN;
+/* Stopped, and its bubble forgotten: the runtime is stopping (marcel_end), the next
+ * marcel_init sets up another. */
+void ma_heartbeat_forget(void) MA_HIDDEN;
+/* Whether b is the heartbeat's bubble. */
+int ma_heartbeat_is(const struct ma_bubble *b) MA_HIDDEN;
 
 /* ---- dispatchers: the NULL defaults of the hooks live here ---- */
 /* Hands woken bubble b to the strategy (or places it on its parent's queue). */

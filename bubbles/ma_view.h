@@ -101,6 +101,9 @@ struct ma_vnode {
 	unsigned char suspended;  /* threads: marcel_suspend asked (not to be stolen) */
 	unsigned char counted;    /* bubbles: keeps its subtree's thread count (for joins) */
 	unsigned char in_cache;   /* threads: waiting in a closed bubble's cache */
+	unsigned char outer;      /* bubbles: one of the root's bubbles as the program sees
+				     them: explicit, with only implicit bubbles (or none)
+				     between it and the root bubble (gang runs these in turn) */
 	int prio;
 	int item;                 /* queue its scheduling holder is, -1: none (held in a closed
 				     unit, a bubble not placed, a thread not started) */
@@ -148,9 +151,13 @@ struct ma_vnode {
 #define MA_VIEW_SHAPE 8u      /* less, not more: the items' shape alone (parent, depth,
 				 VPs); every counter stays zero, for a table that reads no
 				 load (no read of every queue and VP per view) */
+#define MA_VIEW_OUTER 16u     /* ma_view.outer: every outer bubble of the tree (ma_vnode.
+				 outer), found by a walk of the root bubble's members and of
+				 its implicit bubbles (each locked while its parent is) */
 #define MA_VIEW_HAS_READY MA_VIEW_READY
 #define MA_VIEW_HAS_MEMORY MA_VIEW_MEMORY
 #define MA_VIEW_HAS_PLACED MA_VIEW_PLACED
+#define MA_VIEW_HAS_OUTER MA_VIEW_OUTER
 
 struct ma_view_rt;
 
@@ -161,7 +168,8 @@ struct ma_view {
 	unsigned flags;               /* MA_VIEW_HAS_* */
 	const struct ma_vitem *items; /* nb_items + nb_vps entries, by queue number */
 	const struct ma_vitem *vps;   /* items + nb_items: the VPs' own queues */
-	const struct ma_vnode *root;  /* the subtree the decision is about; NULL: none */
+	const struct ma_vnode *root;  /* the subtree the decision is about; NULL: none (the
+				     strategy's heartbeat, a VP's neighbourhood) */
 	/* With MA_VIEW_HAS_PLACED, per item (nb_items entries): the load statistic of every
 	 * unit scheduled there (on the item's queue or one of its VPs'): threads started and
 	 * not ended but main, their hint or 1; closed bubbles, their load; found below the
@@ -175,6 +183,12 @@ struct ma_view {
 	 * (ma_dlist.again), and whether it runs while a list of the same strategy is carried
 	 * out (a GATHER whose bubble closed at once hands it back, say). */
 	unsigned char round, nested;
+	/* With MA_VIEW_HAS_OUTER: every outer bubble of the tree, in the order of a walk of
+	 * the root's members, each a node of this view (the root's own subtree's are its
+	 * nodes; the others have parent NULL, no children, nb_threads 0, and nb_members
+	 * read). */
+	const struct ma_vnode *const *outer;
+	unsigned nb_outer;
 	/* Entities waiting on the queues of the VP's neighbourhood (ma_view_build_vp), most
 	 * urgent first queue by queue, each with parent NULL and no children. */
 	const struct ma_vnode *const *waiting;
@@ -252,7 +266,8 @@ enum ma_dkind {
 	MA_D_SERVE,    /* run a thread of the closed bubble met, here (pick only) */
 	MA_D_BURST,    /* burst the closed bubble on `item` (placed there first if needed) */
 	MA_D_MOVE,     /* move the entity (a placed closed bubble, or a thread scheduled on
-			  a queue) to `item` */
+			  a queue) to `item` (pick: `item` may be where it waits, to the back
+			  of that queue: the others queued there go first) */
 	MA_D_PLACE,    /* place a closed bubble on `item`; MA_D_NOQUEUE: do not queue it */
 	MA_D_STEAL,    /* take the entity waiting on `from_item` to `item`, if still there */
 	MA_D_GATHER,   /* regenerate an opened bubble (gather; resubmitted once closed) */
@@ -293,6 +308,10 @@ struct ma_dlist {
 	 * new view with this detail added (MA_VIEW_HAS_*; MA_VIEW_AGAIN alone: no more
 	 * detail). The dispatcher asks again twice at most. */
 	unsigned again;
+	/* Set by any hook: call decide_tick on the strategy's heartbeat (a view without
+	 * root) ma_strategy.heartbeat_us from now. Once: a heartbeat tick that wants more
+	 * sets it again. Setting it while a beat is due changes nothing. */
+	unsigned char beat;
 };
 #define MA_VIEW_AGAIN (1u << 31)
 
@@ -301,6 +320,7 @@ static inline void ma_dlist_init(struct ma_dlist *l, struct ma_decision *storage
 	l->d = storage;
 	l->n = 0;
 	l->again = 0;
+	l->beat = 0;
 	l->cap = storage ? cap : 0;
 	l->lost = 0;
 }
@@ -315,6 +335,14 @@ static inline int ma_dlist_push(struct ma_dlist *l, const struct ma_decision *d)
 	}
 	l->d[l->n++] = *d;
 	return 0;
+}
+
+/* Appends the decision of `kind` about `entity` to `item`, nothing else set: 0, or
+ * ENOSPC (counted in `lost`, as ma_dlist_push). */
+static inline int ma_dlist_add(struct ma_dlist *l, enum ma_dkind kind, uint64_t entity, int item)
+{
+	struct ma_decision d = { .kind = kind, .entity = entity, .item = item };
+	return ma_dlist_push(l, &d);
 }
 
 #endif

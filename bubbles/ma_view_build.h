@@ -27,8 +27,8 @@ int ma_view_build_items(struct ma_view *v, unsigned flags) MA_HIDDEN;
  */
 int ma_view_build_tree(struct ma_view *v, unsigned flags) MA_HIDDEN;
 /*
- * The items, and the tree below bubble b, b included (submit, tick). The caller keeps b
- * alive meanwhile (a reference, the lock of its parent, or b is the root). Member lists
+ * The items, and the tree below bubble b, b included (submit, tick); b NULL: no tree, only
+ * what `flags` asks for (the heartbeat's view). The caller keeps b alive meanwhile (a reference, the lock of its parent, or b is the root). Member lists
  * are walked under the bubbles' locks, each bubble locked while its parent is, parent
  * first; no run queue is locked (but with MA_VIEW_READY, each one alone afterwards).
  * Every bubble of the view holds a reference until ma_view_release: none can be freed or

@@ -210,6 +210,8 @@ static void ma_priv_retire(struct ma_strategy_use *u)
 static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **out)
 {
 	int e = ma_slots_ready(s);
+	if (!e && s->heartbeat_us)
+		e = ma_heartbeat_prepare();
 	if (e)
 		return e;
 	struct ma_strategy_use *u = ma_strategy_uses;
@@ -239,6 +241,8 @@ static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **ou
 	/* Before u is published (release), or, if u was retired from an earlier selection and
 	 * a late hook still looks at it, seen with its acquire. */
 	atomic_store_explicit(&u->priv, priv, memory_order_release);
+	/* The old strategy's beat armed before this is cancelled; one it arms late meets s. */
+	ma_heartbeat_start(s->heartbeat_us);
 	*out = u;
 	return 0;
 }
@@ -274,6 +278,7 @@ void ma_strategy_deselect(void)
 	 * so). */
 	if (u)
 		ma_use_stop(u);
+	ma_heartbeat_forget();
 	atomic_store(&ma_strategy_cur, NULL);
 	atomic_store(&ma_strategy_handle_cur, NULL);
 	ma_strategy_lock_give();
@@ -302,6 +307,54 @@ void ma_strategy_reclaim(void)
 
 static void ma_strategy_begin_current(void);
 
+/* Whether node n is a bubble the strategy in use left off the queues (UNPLACE: gang's
+ * waiting gangs): woken, closed, placed nowhere, in an opened bubble. */
+static int ma_unplaced(const struct ma_vnode *n)
+{
+	return n->is_bubble && n->woken && n->status == MA_V_CLOSED && n->item < 0 && n->parent &&
+	       n->parent->status == MA_V_OPENED;
+}
+
+/* After a switch: the bubbles the old strategy took off the queues would wait for it for
+ * ever; each is handed to the new one, as when it was woken. A bubble on its way to the
+ * strategy at that instant may be handed over twice: a decision strategy's executor
+ * drops the second placement (stale), an old submit hook moves it. */
+static void ma_strategy_rescue(void)
+{
+	struct ma_view v;
+	if (ma_view_build_tree(&v, MA_VIEW_SHAPE))
+		return;
+	/* The tree may be as deep as the program's recursion: a stack of our own. */
+	unsigned n = ma_view_nb_nodes(&v), top = 0;
+	const struct ma_vnode **stack = v.root ? malloc(n * sizeof(*stack)) : NULL;
+	struct ma_bubble **found = stack ? malloc(n * sizeof(*found)) : NULL;
+	unsigned nb_found = 0;
+	if (found)
+		stack[top++] = v.root;
+	while (top) {
+		const struct ma_vnode *x = stack[--top];
+		if (ma_unplaced(x)) {
+			struct ma_vslot *sl = ma_view_slot(&v, x->id);
+			if (sl) {
+				/* Kept alive after the view is released, until submitted. */
+				found[nb_found] = ma_bubble_of_entity(sl->e);
+				ma_bubble_ref(found[nb_found++]);
+			}
+			continue;
+		}
+		for (unsigned i = 0; i < x->nb_children; i++)
+			if (x->children[i]->is_bubble)
+				stack[top++] = x->children[i];
+	}
+	ma_view_release(&v);
+	for (unsigned i = 0; i < nb_found; i++) {
+		ma_strategy_submit(found[i]);
+		ma_bubble_unref(found[i]);
+	}
+	free(found);
+	free(stack);
+}
+
 int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const void **old_handle)
 {
 	ma_strategy_lock_take();
@@ -323,6 +376,7 @@ int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const vo
 	atomic_store(&ma_strategy_handle_cur, handle);
 	ma_use_stop(old);
 	ma_strategy_lock_give();
+	ma_strategy_rescue();
 	if (atomic_load(&ma_sched_begun))
 		ma_strategy_begin_current();
 	return 0;
@@ -360,6 +414,8 @@ static void ma_decide_list(struct ma_view *v, struct ma_dlist *l)
 static unsigned ma_decide_exec(struct ma_view *v, const struct ma_dlist *l)
 {
 	struct ma_dresult r = ma_decisions_execute(v, l);
+	if (l->beat)
+		ma_heartbeat_arm();
 	atomic_fetch_add_explicit(&ma_decide_lists, 1, memory_order_relaxed);
 	if (r.done)
 		atomic_fetch_add_explicit(&ma_decide_done, r.done, memory_order_relaxed);
@@ -394,7 +450,8 @@ enum ma_decided {
 
 /*
  * If the strategy in use still is `want` (the one the caller read, without the lock):
- * the view of event ev (bubble b's subtree, or the whole tree for start), its hook under
+ * the view of event ev (bubble b's subtree, none for the heartbeat's tick (b NULL), or
+ * the whole tree for start), its hook under
  * the strategy lock, its list carried out; again if the hook asks.
  *
  * Only the hook needs the lock (it reads and writes priv): a submit builds its view
@@ -578,6 +635,7 @@ int marcel_bubble_submit(marcel_bubble_t *pub)
 
 void ma_strategy_tick(struct ma_bubble *b)
 {
+	int beat = ma_heartbeat_is(b);
 	for (;;) {
 		const struct ma_strategy_use *u = ma_strategy_current();
 		/* None: the runtime is stopping, nothing is placed any more. */
@@ -589,13 +647,15 @@ void ma_strategy_tick(struct ma_bubble *b)
 		}
 		if (!u->s->decide_tick)
 			break;
-		enum ma_decided d = ma_decide_serial(u, MA_EV_TICK, b);
+		enum ma_decided d = ma_decide_serial(u, MA_EV_TICK, beat ? NULL : b);
 		if (d == MA_DECIDED)
 			return;
 		if (d == MA_UNDECIDED)
 			break;
 	}
-	ma_bubble_regen_due(b);
+	/* The heartbeat's bubble is never opened: nothing to regenerate. */
+	if (!beat)
+		ma_bubble_regen_due(b);
 }
 
 /* ---- the concurrent events ---- */
@@ -671,7 +731,7 @@ enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_w
 		return MA_PICK_SERVE;
 	if (d.kind == MA_D_BURST && d.item == pv->item)
 		return MA_PICK_BURST;
-	if (d.kind == MA_D_MOVE && d.item != pv->item) {
+	if (d.kind == MA_D_MOVE) {
 		struct ma_runqueue *q = ma_view_queue(d.item);
 		if (q) {
 			*to = q;

@@ -400,6 +400,28 @@ static int ma_view_home(const struct ma_entity *e)
 	return ma_holder_queue(__atomic_load_n(&b->e.sched_holder, __ATOMIC_RELAXED));
 }
 
+/* Whether b is the root bubble, or an implicit bubble with only implicit bubbles between
+ * it and the root: its explicit members are outer bubbles (ma_vnode.outer). The parents
+ * are read without their locks: an estimate, as a bubble moved meanwhile may be seen on
+ * either side. */
+static int ma_bubble_top(const struct ma_bubble *b)
+{
+	for (;;) {
+		if (!b)
+			return 0;
+		if (b == ma_root_bubble)
+			return 1;
+		if (!b->implicit)
+			return 0;
+		b = ma_entity_parent(&b->e);
+	}
+}
+
+static int ma_bubble_outer(const struct ma_bubble *b)
+{
+	return b != ma_root_bubble && !b->implicit && ma_bubble_top(ma_entity_parent(&b->e));
+}
+
 /* Thread t, proven alive by the caller (a member of a bubble it holds, or queued on a
  * queue it holds). */
 static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
@@ -479,6 +501,7 @@ struct ma_vframe {
 	unsigned cap, k;
 	double load;
 	int vp;
+	unsigned char top;            /* ma_bubble_top(b): its explicit members are outer */
 	struct ma_vframe *up;         /* the frame of b's parent, NULL for the walk's root */
 };
 
@@ -493,7 +516,9 @@ static struct ma_vframe *ma_vframe_open(struct ma_view_rt *rt, struct ma_bubble 
 		return NULL;
 	ma_view_fill_bubble(s, b);
 	s->n.parent = in ? &in->n : NULL;
+	s->n.outer = up ? !b->implicit && up->top : ma_bubble_outer(b);
 	*f = (struct ma_vframe){ .b = b, .s = s, .pos = b->members.next, .vp = -1, .up = up };
+	f->top = up ? b->implicit && up->top : ma_bubble_top(b);
 	/* A bubble private to a VP is that VP's alone (private.c): another VP's is not looked
 	 * into (a public bubble never holds one; this only keeps a view from reading one if
 	 * that ever changes). Our own VP's is: a bubble being published is submitted by its
@@ -688,8 +713,8 @@ int ma_view_build_items(struct ma_view *v, unsigned flags)
 
 /* A bubble of the placed walk: an opened one (its members scheduled on queues count), or
  * a closed one whose load is summed as ma_entity_load has it (its hint, else its
- * members': a thread's hint or 1). Kept in the arena: the walk may run on a preempted
- * thread's stack. */
+ * members': a thread's hint or 1); of the outer walk, the root or an implicit bubble.
+ * Kept in the arena: the walk may run on a preempted thread's stack. */
 struct ma_pframe {
 	struct ma_bubble *b;          /* locked while its frame is open */
 	struct ma_list *pos;
@@ -706,6 +731,26 @@ static struct ma_pframe *ma_pframe_open(struct ma_view_rt *rt, struct ma_bubble 
 	if (f)
 		*f = (struct ma_pframe){ .b = b, .pos = b->members.next, .up = up, .closed = closed, .item = item };
 	return f;
+}
+
+/* The root bubble locked and its frame opened, where both walks from the root start;
+ * NULL (nothing locked) if memory ran out. */
+static struct ma_pframe *ma_pframe_root(struct ma_view_rt *rt)
+{
+	struct ma_bubble *r = ma_root_bubble;
+	ma_spin_lock(&r->hold.lock);
+	struct ma_pframe *f = ma_pframe_open(rt, r, NULL, 0, -1);
+	if (!f)
+		ma_spin_unlock(&r->hold.lock);
+	return f;
+}
+
+/* A walk gives up: every bubble locked down the path from the root to f, f's included,
+ * is let go of. */
+static void ma_pframe_abandon(struct ma_pframe *f)
+{
+	for (; f; f = f->up)
+		ma_spin_unlock(&f->b->hold.lock);
 }
 
 static double ma_hint_or(const struct ma_entity *e, double none)
@@ -725,13 +770,9 @@ static int ma_placed_item(struct ma_holder *h)
 static int ma_view_placed_walk(struct ma_view_rt *rt, double *placed, const struct ma_bubble *skip)
 {
 	int visits = 0;
-	struct ma_bubble *r = ma_root_bubble;
-	ma_spin_lock(&r->hold.lock);
-	struct ma_pframe *f = ma_pframe_open(rt, r, NULL, 0, -1);
-	if (!f) {
-		ma_spin_unlock(&r->hold.lock);
+	struct ma_pframe *f = ma_pframe_root(rt);
+	if (!f)
 		return -1;
-	}
 	while (f) {
 		struct ma_bubble *x = f->b;
 		if (f->pos == &x->members) {
@@ -787,15 +828,78 @@ static int ma_view_placed_walk(struct ma_view_rt *rt, double *placed, const stru
 		}
 		struct ma_pframe *down = ma_pframe_open(rt, s, f, closed, item);
 		if (!down) {
-			/* Every lock held down the path is let go of on the way back. */
 			ma_spin_unlock(&s->hold.lock);
-			for (; f; f = f->up)
-				ma_spin_unlock(&f->b->hold.lock);
+			ma_pframe_abandon(f);
 			return -1;
 		}
 		f = down;
 	}
 	return visits;
+}
+
+/* ---- the outer bubbles (MA_VIEW_OUTER) ---- */
+
+/* Adds a node for every outer bubble not in the subtree of `skip` (the view's root, whose
+ * own are its nodes already; NULL: none), walking from the root bubble down its implicit
+ * bubbles, each locked while its parent is. 0, or -1 if memory ran out. */
+static int ma_view_outer_walk(struct ma_view_rt *rt, const struct ma_bubble *skip)
+{
+	if (skip == ma_root_bubble)
+		return 0;
+	struct ma_pframe *f = ma_pframe_root(rt);
+	if (!f)
+		return -1;
+	while (f) {
+		struct ma_bubble *x = f->b;
+		if (f->pos == &x->members) {
+			ma_spin_unlock(&x->hold.lock);
+			f = f->up;
+			continue;
+		}
+		struct ma_entity *m = ma_container_of(f->pos, struct ma_entity, member_node);
+		f->pos = f->pos->next;
+		struct ma_bubble *sb = m->type == MA_BUBBLE_ENTITY ? ma_bubble_of_entity(m) : NULL;
+		if (!sb || sb == skip)
+			continue;
+		ma_spin_lock(&sb->hold.lock);
+		if (sb->implicit) {
+			struct ma_pframe *down = ma_pframe_open(rt, sb, f, 0, -1);
+			if (down) {
+				f = down;
+				continue;
+			}
+		} else {
+			struct ma_vslot *s = ma_slot_new(rt, m, x);
+			if (s) {
+				ma_view_fill_bubble(s, sb);
+				s->n.outer = 1;
+				ma_spin_unlock(&sb->hold.lock);
+				continue;
+			}
+		}
+		ma_spin_unlock(&sb->hold.lock);
+		ma_pframe_abandon(f);
+		return -1;
+	}
+	return 0;
+}
+
+/* v->outer: every outer node of the view, in creation order. 0, or -1. */
+static int ma_view_outer_list(struct ma_view *v)
+{
+	unsigned n = 0;
+	for (const struct ma_vslot *s = v->rt->first; s; s = s->next)
+		n += s->n.is_bubble && s->n.outer;
+	const struct ma_vnode **o = n ? ma_arena_alloc(v->rt, n * sizeof(*o)) : NULL;
+	if (n && !o)
+		return -1;
+	n = 0;
+	for (const struct ma_vslot *s = v->rt->first; s; s = s->next)
+		if (s->n.is_bubble && s->n.outer)
+			o[n++] = &s->n;
+	v->outer = o;
+	v->nb_outer = n;
+	return 0;
 }
 
 static uint64_t ma_thread_cpu_ns(void)
@@ -811,12 +915,22 @@ int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags
 	int err = ma_view_begin(v, ma_worker_self(), &it, flags);
 	if (err)
 		return err;
-	ma_spin_lock(&b->hold.lock);
-	struct ma_vslot *s = ma_view_bubble(v->rt, b, NULL);
-	if (s)
-		s->n.home = ma_view_home(&b->e);
-	ma_spin_unlock(&b->hold.lock);
-	v->root = s ? &s->n : NULL;
+	if (b) {
+		ma_spin_lock(&b->hold.lock);
+		struct ma_vslot *s = ma_view_bubble(v->rt, b, NULL);
+		if (s)
+			s->n.home = ma_view_home(&b->e);
+		ma_spin_unlock(&b->hold.lock);
+		v->root = s ? &s->n : NULL;
+	}
+	if (flags & MA_VIEW_OUTER) {
+		/* After b's lock is let go of: the walk locks from the root down. */
+		if (ma_view_outer_walk(v->rt, b) || ma_view_outer_list(v)) {
+			ma_view_release(v);
+			return ENOMEM;
+		}
+		v->flags |= MA_VIEW_HAS_OUTER;
+	}
 	if (flags & MA_VIEW_PLACED) {
 		/* After b's lock is let go of: the walk locks from the root down. */
 		uint64_t cpu = ma_thread_cpu_ns();
@@ -1054,6 +1168,7 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 		.status = (unsigned char)atomic_load_explicit(&b->status, memory_order_relaxed),
 		.woken = 1,
 		.implicit = b->implicit,
+		.outer = (unsigned char)ma_bubble_outer(b),
 		.counted = b->counted,
 		.prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED),
 		.item = q,

@@ -368,14 +368,9 @@ out:
 
 /* ---- the decisions ---- */
 
-static void ma_cache_push(struct ma_dlist *out, enum ma_dkind kind, uint64_t id, int q)
-{
-	struct ma_decision d = { .kind = kind, .entity = id, .item = q };
-	(void)ma_dlist_push(out, &d);
-}
-
-/* The decisions of the plan from node `top` down, top down: a bubble placed or burst, and the members of a burst one in turn (threads moved, started
- * and not ended). The executor bursts a bubble placed first without queueing it, so that
+/* The decisions of the plan from node `top` down, top down: a bubble placed or burst,
+ * and the members of a burst one in turn (threads moved, started and not ended); a full
+ * list counts what it refuses (the dispatcher reports it). The executor bursts a bubble placed first without queueing it, so that
  * no thread runs on the wrong VP. */
 static void ma_cache_emit(const struct ma_cplan *p, int top, struct ma_dlist *out)
 {
@@ -391,16 +386,16 @@ static void ma_cache_emit(const struct ma_cplan *p, int top, struct ma_dlist *ou
 			continue;
 		if (!x->is_bubble) {
 			if (x->item != c->q)
-				ma_cache_push(out, MA_D_MOVE, x->id, c->q);
+				(void)ma_dlist_add(out, MA_D_MOVE, x->id, c->q);
 			continue;
 		}
 		if (c->act == MA_CN_PLACE) {
 			/* Where it is already too: placing queues it again (a bubble that closed
 			 * on its queue is off it until then). */
-			ma_cache_push(out, MA_D_PLACE, x->id, c->q);
+			(void)ma_dlist_add(out, MA_D_PLACE, x->id, c->q);
 			continue;
 		}
-		ma_cache_push(out, MA_D_BURST, x->id, c->q);
+		(void)ma_dlist_add(out, MA_D_BURST, x->id, c->q);
 		/* Members in member order: pushed backwards, popped forwards. */
 		unsigned from = n;
 		for (int m = c->first; m >= 0; m = p->n[m].next) {
@@ -441,7 +436,7 @@ static void ma_cache_submit(const struct ma_view *v, void *priv, struct ma_dlist
 		ma_cache_distribute(&p, ma_cache_start_q(v, &p.n[top]), &top, 1);
 	if (top < 0 || p.failed) {
 		/* Out of memory: at least schedule it. */
-		ma_cache_push(out, MA_D_PLACE, b->id, 0);
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, 0);
 	} else {
 		if (p.n[top].act == MA_CN_NONE) {
 			p.n[top].act = MA_CN_PLACE;

@@ -197,47 +197,6 @@ int ma_sl_has_idle(const struct ma_runqueue *rq)
 	return 0;
 }
 
-/* ---- heartbeat ---- */
-
-int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us)
-{
-	/* c->lock is not initialised here: a clock is static (zero: unlocked), and a worker
-	 * may still be leaving a hook of the previous selection. */
-	ma_spin_lock(&c->lock);
-	c->on = 0;
-	c->b = NULL;
-	ma_spin_unlock(&c->lock);
-	int e = marcel_bubble_init(&c->storage);
-	if (e)
-		return e;
-	ma_spin_lock(&c->lock);
-	c->b = ma_bubble_of(&c->storage);
-	c->b->timeslice_us = period_us;
-	c->on = 1;
-	ma_spin_unlock(&c->lock);
-	return 0;
-}
-
-void ma_sl_clock_arm(struct ma_sl_clock *c)
-{
-	struct ma_worker *w = ma_worker_self();
-	if (!w)
-		return;
-	ma_spin_lock(&c->lock);
-	if (c->on)
-		ma_bubble_regen_arm(w, c->b);
-	ma_spin_unlock(&c->lock);
-}
-
-void ma_sl_clock_stop(struct ma_sl_clock *c)
-{
-	ma_spin_lock(&c->lock);
-	if (c->on)
-		ma_bubble_regen_cancel(c->b);
-	c->on = 0;
-	ma_spin_unlock(&c->lock);
-}
-
 /* ---- stealing ---- */
 
 int ma_sl_take_bubble(struct ma_runqueue *from, struct ma_runqueue *to, ma_sl_accept accept, void *arg)
@@ -329,51 +288,5 @@ int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, const st
 			return 1;
 		}
 	ma_spin_unlock(&from->hold.lock);
-	return 0;
-}
-
-/* Shared by the two below: b locked and closed; nh NULL or a queue. */
-static void ma_sl_set_holder_quiet(struct ma_bubble *b, struct ma_holder *nh)
-{
-	struct ma_holder *old = b->e.sched_holder;
-	if (old && old->type == MA_RUNQUEUE_HOLDER) {
-		struct ma_runqueue *orq = ma_rq_of_holder(old);
-		ma_spin_lock(&orq->hold.lock);
-		if (b->queued && b->e.ready_holder == &orq->hold)
-			ma_rq_dequeue_locked(orq, &b->e);
-		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
-		ma_spin_unlock(&orq->hold.lock);
-	} else {
-		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
-	}
-	b->queued = 0;
-}
-
-int ma_sl_unplace_closed(struct ma_bubble *b)
-{
-	ma_spin_lock(&b->hold.lock);
-	int closed = atomic_load(&b->status) == MA_BUBBLE_CLOSED;
-	if (closed)
-		ma_sl_set_holder_quiet(b, NULL);
-	ma_spin_unlock(&b->hold.lock);
-	return closed ? 0 : EBUSY;
-}
-
-int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq)
-{
-	ma_spin_lock(&b->hold.lock);
-	while (atomic_load(&b->status) == MA_BUBBLE_CLOSED && ma_bubble_in_unit_locked(b)) {
-		/* Its parent closed since the strategy decided: it joins the parent's unit. */
-		ma_spin_unlock(&b->hold.lock);
-		if (ma_bubble_absorb(b))
-			return EBUSY;
-		ma_spin_lock(&b->hold.lock);
-	}
-	if (atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
-		ma_spin_unlock(&b->hold.lock);
-		return EBUSY;
-	}
-	ma_sl_set_holder_quiet(b, &rq->hold);
-	ma_spin_unlock(&b->hold.lock);
 	return 0;
 }

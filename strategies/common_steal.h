@@ -66,34 +66,4 @@ int ma_sl_take_thread(struct ma_runqueue *from, struct ma_runqueue *to, const st
 		      const struct ma_runqueue *victim, enum ma_sl_kin kin, ma_sl_accept accept,
 		      void *arg) MA_HIDDEN;
 
-/* Makes closed bubble b scheduled on rq without queuing it there, so that the caller can
- * burst it on rq before any VP serves it. 0, or EBUSY if b is not closed, or if its parent
- * closed meanwhile (b then joins the unit above it, see ma_bubble_place). */
-int ma_sl_place_quiet(struct ma_bubble *b, struct ma_runqueue *rq) MA_HIDDEN;
-/* Takes closed bubble b off the run queues (unplaced: its ready threads wait in it). 0, or
- * EBUSY if b is not closed (ma_bubble_unplace does not check). */
-int ma_sl_unplace_closed(struct ma_bubble *b) MA_HIDDEN;
-
-/* A strategy's heartbeat (static storage): a private bubble, never inserted anywhere,
- * whose regeneration timer (bubbles/regen.c) brings the strategy's tick hook back with it
- * every period. Timers live on a worker's heap, so arming does nothing outside workers;
- * arming an armed clock does nothing either. */
-struct ma_sl_clock {
-	marcel_bubble_t storage;
-	struct ma_bubble *b;
-	/* Serialises arming and stopping: regen.c marks a bubble armed before its timer is,
-	 * and a worker may still be in a hook of the strategy being stopped. */
-	ma_spinlock_t lock;
-	int on;
-};
-int ma_sl_clock_init(struct ma_sl_clock *c, unsigned long period_us) MA_HIDDEN;
-void ma_sl_clock_arm(struct ma_sl_clock *c) MA_HIDDEN;
-/* Disarms it for good (until the next init); its tick may still run once if it was
- * already on its way (then the tick meets whatever strategy is current). */
-void ma_sl_clock_stop(struct ma_sl_clock *c) MA_HIDDEN;
-static inline int ma_sl_clock_is(const struct ma_sl_clock *c, const struct ma_bubble *b)
-{
-	return c->b && c->b == b;
-}
-
 #endif

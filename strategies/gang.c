@@ -2,310 +2,222 @@
  * gang: the bubbles of the root run one at a time, each for a time slice, so that the
  * threads of one bubble always run together and never beside another bubble's.
  *
- * A gang is an explicit bubble of the root (or of the root's implicit children bubbles:
- * a bubble woken by a thread that is in no explicit bubble). The current gang is burst on
- * the machine's queue, its sub-bubbles wherever they are met, so its threads spread over
- * every VP. The others wait closed and off the queues: their ready threads wait in them.
- * When the current gang's slice ends (its marcel_bubble_settimeslice() value, 10 ms
- * without one) and another gang waits, it is gathered: queued threads come back at once,
- * running ones at their next yield or preemption. Only once every one is back, which is
- * when the core submits it again, is the next gang (by bubble id, round robin) burst:
- * running threads therefore belong to one gang at any time. Threads in no gang run as
- * usual beside it.
+ * A gang is an outer bubble (ma_vnode.outer): an explicit bubble of the root, or of the
+ * root's implicit children bubbles (a bubble woken by a thread that is in no explicit
+ * bubble). The current gang is burst on the machine's queue, its sub-bubbles wherever
+ * they are met, so its threads spread over every VP. The others wait closed and off the
+ * queues: their ready threads wait in them. When the current gang's slice ends (its
+ * marcel_bubble_settimeslice() value, 10 ms without one) and another gang waits, it is
+ * gathered: queued threads come back at once, running ones at their next yield or
+ * preemption. Only once every one is back, which is when the core submits it again, is
+ * the next gang (by bubble id, round robin) burst: running threads therefore belong to
+ * one gang at any time. Threads in no gang run as usual beside it.
  *
- * Slices are watched by a heartbeat: a private bubble that is never inserted, whose
- * regeneration timer (bubbles/regen.c) brings this strategy's tick hook back every
- * millisecond while there are gangs.
+ * It decides on views alone (bubbles/ma_view.h). The gangs are a view's outer bubbles,
+ * asked for (MA_VIEW_OUTER, a walk of the root's members) only by the decisions that
+ * need them; the current gang and its clock live in the private block, which the
+ * serialised hooks write and decide_pick reads. A turn starting is a BURST on the
+ * machine's queue, a slice ending a GATHER, a gang waiting its turn an UNPLACE. Slices are
+ * watched by the strategy's heartbeat, every millisecond while some gang is woken. A
+ * switch to another strategy hands the gangs left off the queues to it (the dispatcher's
+ * rescue). Its decisions are unit-tested without the runtime
+ * (tests/check_strategies.c).
  */
-#include <stdlib.h>
-#include "common_steal.h"
+#include <stdatomic.h>
+#include "ma_strategies.h"
+#include "ma_view.h"
 
 #define MA_GANG_SLICE_US 10000
 #define MA_GANG_TICK_US 1000
+/* The machine's item: queue number 0 in every view. */
+#define MA_GANG_ITEM 0
 
-/* Protects the state below; taken with no other lock held, before bubble locks. Static
- * (zero: unlocked) and never re-initialised: a late heartbeat may hold it. */
-static ma_spinlock_t ma_gang_lock;
-static int ma_gang_on;                 /* selected: a late heartbeat or hook does nothing */
-static struct ma_bubble *ma_gang_cur;  /* burst or being gathered; read by sched unlocked */
-static uint64_t ma_gang_cur_uid;       /* to recognise it (its storage may be reused) */
-static uint64_t ma_gang_since;         /* when it was burst */
-static uint64_t ma_gang_last_uid;      /* the last one that ran: the next has a greater id */
-static int ma_gang_closing;            /* we gathered it */
-static struct ma_sl_clock ma_gang_clock;
-
-static struct ma_bubble *ma_gang_current(void)
-{
-	return __atomic_load_n(&ma_gang_cur, __ATOMIC_ACQUIRE);
-}
-
-/* Whether b is a gang: explicit, and only implicit bubbles between it and the root. */
-static int ma_gang_is(struct ma_bubble *b)
-{
-	if (b == ma_root_bubble || b->implicit)
-		return 0;
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	while (p && p != ma_root_bubble && p->implicit)
-		p = ma_entity_parent(&p->e);
-	return p == ma_root_bubble;
-}
-
-/* The gang b belongs to (b itself, or its nearest ancestor that is one), or NULL. */
-static struct ma_bubble *ma_gang_of(struct ma_bubble *b)
-{
-	for (struct ma_bubble *x = b; x; x = ma_entity_parent(&x->e))
-		if (ma_gang_is(x))
-			return x;
-	return NULL;
-}
-
-/* ---- looking at the gangs ---- */
-
-struct ma_gang_scan {
-	struct ma_bubble *cur;   /* in: the current gang, to check it still is one */
-	uint64_t cur_uid, after; /* in: its id; ids above this one come next */
-	int cur_found;
-	unsigned waiting;        /* gangs that wait with threads */
-	unsigned woken;          /* woken gangs, the current one included */
-	struct ma_bubble *next, *first; /* the next after `after`, and the smallest id */
-	struct ma_bubble **all;  /* if not NULL: every gang (start/exit), up to max */
-	unsigned nb_all, max_all;
+struct ma_gang_priv {
+	/* The current gang (burst, or being gathered): its id, 0 if none. The serialised
+	 * hooks write it, decide_pick reads it on any VP. */
+	_Atomic uint64_t cur;
+	uint64_t since_ns;      /* when it was burst */
+	uint64_t last;          /* the last gang whose turn ended: the next has a greater id */
+	unsigned char closing;  /* its slice ended and we gathered it */
 };
 
-static void ma_gang_look(struct ma_bubble *g, struct ma_gang_scan *sc)
-{
-	if (sc->all && sc->nb_all < sc->max_all)
-		sc->all[sc->nb_all++] = g;
-	sc->woken += g->woken;
-	if (g == sc->cur && g->uid == sc->cur_uid) {
-		sc->cur_found = 1;
-		return;
-	}
-	if (!g->woken || !g->nb_members || atomic_load(&g->status) != MA_BUBBLE_CLOSED)
-		return;
-	sc->waiting++;
-	if (g->uid > sc->after && (!sc->next || g->uid < sc->next->uid))
-		sc->next = g;
-	if (!sc->first || g->uid < sc->first->uid)
-		sc->first = g;
-}
+/* What the outer bubbles of a view say about the gangs. */
+struct ma_gang_scan {
+	const struct ma_vnode *cur;   /* the current gang, if it still is an outer bubble */
+	const struct ma_vnode *next;  /* the waiting gang after `last`, else the smallest id */
+	unsigned waiting;             /* gangs with members that wait their turn */
+	unsigned woken;               /* woken gangs, the current one included */
+};
 
-/* x locked: its members, and those of the implicit bubbles below it. */
-static void ma_gang_scan_rec(struct ma_bubble *x, struct ma_gang_scan *sc)
+static struct ma_gang_scan ma_gang_scan(const struct ma_view *v, const struct ma_gang_priv *p)
 {
-	for (struct ma_list *l = x->members.next; l != &x->members; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m->type != MA_BUBBLE_ENTITY)
+	struct ma_gang_scan sc = { 0 };
+	uint64_t cur = atomic_load_explicit(&p->cur, memory_order_relaxed);
+	const struct ma_vnode *after = NULL, *first = NULL;
+	for (unsigned i = 0; i < v->nb_outer; i++) {
+		const struct ma_vnode *g = v->outer[i];
+		sc.woken += g->woken;
+		if (cur && g->id == cur) {
+			sc.cur = g;
 			continue;
-		struct ma_bubble *sb = ma_bubble_of_entity(m);
-		ma_spin_lock(&sb->hold.lock);
-		if (sb->implicit)
-			ma_gang_scan_rec(sb, sc);
-		else
-			ma_gang_look(sb, sc);
-		ma_spin_unlock(&sb->hold.lock);
+		}
+		/* Its ready threads wait in it, closed. */
+		if (!g->woken || !g->nb_members || g->status != MA_V_CLOSED)
+			continue;
+		sc.waiting++;
+		if (g->id > p->last && (!after || g->id < after->id))
+			after = g;
+		if (!first || g->id < first->id)
+			first = g;
 	}
+	sc.next = after ? after : first;
+	return sc;
 }
 
-static void ma_gang_scan(struct ma_gang_scan *sc)
+/* No gang runs: the next one that waits does. It is burst on the machine's queue in one
+ * step (placed there first, not queued), before any VP could serve it closed. */
+static void ma_gang_advance(const struct ma_view *v, struct ma_gang_priv *p, const struct ma_gang_scan *sc,
+			    struct ma_dlist *out)
 {
-	struct ma_bubble *r = ma_root_bubble;
-	ma_spin_lock(&r->hold.lock);
-	ma_gang_scan_rec(r, sc);
-	ma_spin_unlock(&r->hold.lock);
-}
-
-/* ---- running them ---- */
-
-/* If no gang runs, bursts the next one that waits. Called with no lock held. */
-static void ma_gang_advance(void)
-{
-	ma_spin_lock(&ma_gang_lock);
-	if (ma_gang_cur || !ma_gang_on) {
-		ma_spin_unlock(&ma_gang_lock);
-		return;
-	}
-	struct ma_gang_scan sc = { .after = ma_gang_last_uid };
-	ma_gang_scan(&sc);
-	struct ma_bubble *g = sc.next ? sc.next : sc.first;
-	if (g) {
-		ma_gang_cur_uid = g->uid;
-		ma_gang_since = ma_clock_ns();
-		ma_gang_closing = 0;
-		__atomic_store_n(&ma_gang_cur, g, __ATOMIC_RELEASE);
-	}
-	ma_spin_unlock(&ma_gang_lock);
+	const struct ma_vnode *g = sc->next;
 	if (!g)
 		return;
-	/* On the machine, burst before any VP could serve it closed. */
-	if (!ma_sl_place_quiet(g, &ma_rt.rqs[0]))
-		ma_bubble_burst(g, &ma_rt.rqs[0]);
-	ma_sl_clock_arm(&ma_gang_clock);
+	p->since_ns = v->now_ns;
+	p->closing = 0;
+	atomic_store_explicit(&p->cur, g->id, memory_order_release);
+	(void)ma_dlist_add(out, MA_D_BURST, g->id, MA_GANG_ITEM);
 }
 
-/* Ends the current gang's slice when it is over and someone waits; forgets it if it is
- * no longer a gang (joined, moved); starts one if none runs. */
-static void ma_gang_heartbeat(void)
+/* The heartbeat, on a view with the outer bubbles: ends the current gang's slice when it
+ * is over and another waits, forgets it if it is no longer a gang (joined, moved), starts
+ * one if none runs. */
+static void ma_gang_beat(const struct ma_view *v, struct ma_gang_priv *p, struct ma_dlist *out)
 {
-	ma_spin_lock(&ma_gang_lock);
-	if (!ma_gang_on) {
-		ma_spin_unlock(&ma_gang_lock);
-		return;
-	}
-	struct ma_gang_scan sc = { .cur = ma_gang_cur, .cur_uid = ma_gang_cur_uid, .after = ma_gang_last_uid };
-	ma_gang_scan(&sc);
-	struct ma_bubble *g = ma_gang_cur, *gather = NULL;
-	if (g && !sc.cur_found) {
-		__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
-		g = NULL;
-	}
-	if (g && !ma_gang_closing && sc.waiting) {
-		unsigned long us = g->timeslice_us ? g->timeslice_us : MA_GANG_SLICE_US;
-		if (ma_clock_ns() - ma_gang_since >= (uint64_t)us * 1000 &&
-		    atomic_load(&g->status) == MA_BUBBLE_OPENED) {
-			ma_gang_closing = 1;
-			gather = g;
+	struct ma_gang_scan sc = ma_gang_scan(v, p);
+	const struct ma_vnode *g = sc.cur;
+	if (!g) {
+		atomic_store_explicit(&p->cur, 0, memory_order_release);
+		ma_gang_advance(v, p, &sc, out);
+	} else if (g->status == MA_V_CLOSED && g->item < 0 && !p->closing) {
+		/* Its turn came but it is closed and placed nowhere, and not because we gathered
+		 * it: its burst was dropped (something else changed it between the decision
+		 * and its execution). Again; a second burst of a burst gang is dropped. */
+		(void)ma_dlist_add(out, MA_D_BURST, g->id, MA_GANG_ITEM);
+	} else if (g->status == MA_V_OPENED && !p->closing && sc.waiting) {
+		uint64_t us = g->timeslice_us ? g->timeslice_us : MA_GANG_SLICE_US;
+		if (v->now_ns - p->since_ns >= us * 1000) {
+			p->closing = 1;
+			(void)ma_dlist_add(out, MA_D_GATHER, g->id, -1);
 		}
 	}
-	/* Beating while any gang is woken, even an empty one: a gang woken before its
-	 * members were inserted is submitted empty, and nothing submits it again when they
-	 * come (their threads only fill its cache): only a beat runs it (doc/design.md,
-	 * "gang: a gang woken empty never ran"). */
-	int idle = !g && sc.waiting, busy = g || sc.waiting || sc.woken;
-	ma_spin_unlock(&ma_gang_lock);
-	/* Once all its threads are back, the core submits it: that starts the next. */
-	if (gather)
-		ma_bubble_gather(gather);
-	if (idle)
-		ma_gang_advance();
-	if (busy)
-		ma_sl_clock_arm(&ma_gang_clock);
+	/* Beating while any gang is woken, even an empty one: a gang woken before its members
+	 * were inserted is submitted empty, and nothing submits it again when they come
+	 * (their threads only fill its cache): only a beat runs it (doc/design.md, "gang: a
+	 * gang woken empty never ran"). */
+	out->beat = g || sc.waiting || sc.woken;
 }
 
 /* ---- hooks ---- */
 
-/* On its parent's queue, as without a strategy. */
-static void ma_gang_place_plain(struct ma_bubble *b)
+static void ma_gang_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
-	ma_bubble_place(b, h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0]);
-}
-
-static void ma_gang_submit(struct ma_bubble *b)
-{
-	/* Part of the running gang (or of no gang): as usual. */
-	if (!ma_gang_is(b)) {
-		ma_gang_place_plain(b);
+	struct ma_gang_priv *p = priv;
+	const struct ma_vnode *b = v->root;
+	/* Part of the running gang (or of no gang): on its parent's queue, as without a
+	 * strategy (the machine's for the root's). */
+	if (!b->outer) {
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, b->home >= 0 ? b->home : MA_GANG_ITEM);
 		return;
 	}
-	ma_spin_lock(&ma_gang_lock);
-	if (!ma_gang_on) {
-		/* A late call while another strategy takes over: not left off the queues. */
-		ma_spin_unlock(&ma_gang_lock);
-		ma_gang_place_plain(b);
-		return;
+	/* Asked again for the gangs: what follows was decided in the first round. */
+	if (!v->round) {
+		if (atomic_load_explicit(&p->cur, memory_order_relaxed) == b->id) {
+			/* Woken again while it runs. */
+			if (b->status != MA_V_CLOSED)
+				return;
+			/* Its slice is over (or it was shaken): every thread is back. */
+			p->last = b->id;
+			atomic_store_explicit(&p->cur, 0, memory_order_release);
+		}
+		/* Off the queues until its turn. */
+		(void)ma_dlist_add(out, MA_D_UNPLACE, b->id, -1);
 	}
-	if (ma_gang_cur == b) {
-		if (atomic_load(&b->status) != MA_BUBBLE_CLOSED) {
-			ma_spin_unlock(&ma_gang_lock);
+	if (!atomic_load_explicit(&p->cur, memory_order_relaxed)) {
+		if (!(v->flags & MA_VIEW_HAS_OUTER)) {
+			out->again = MA_VIEW_OUTER;
 			return;
 		}
-		/* Its slice is over (or it was shaken): every thread is back. */
-		ma_gang_last_uid = b->uid;
-		__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
+		struct ma_gang_scan sc = ma_gang_scan(v, p);
+		ma_gang_advance(v, p, &sc, out);
 	}
-	ma_spin_unlock(&ma_gang_lock);
-	/* Off the queues until its turn. */
-	ma_sl_unplace_closed(b);
-	ma_gang_advance();
-	ma_sl_clock_arm(&ma_gang_clock);
+	out->beat = 1;
 }
 
 /* Takes over gangs placed before: burst ones are gathered (they come back through
- * submit), closed ones leave the queues. */
-static void ma_gang_start(void)
+ * submit), closed ones leave the queues; then the first turn starts. */
+static void ma_gang_start(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	/* Past 256 gangs, the others keep their placement until their next submit. */
-	struct ma_bubble *all[256];
-	struct ma_gang_scan sc = { .all = all, .max_all = 256 };
-	ma_gang_scan(&sc);
-	struct ma_bubble *cur = ma_gang_current();
-	for (unsigned i = 0; i < sc.nb_all; i++) {
-		struct ma_bubble *g = all[i];
-		if (g == cur || !g->woken)
-			continue;
-		if (atomic_load(&g->status) == MA_BUBBLE_OPENED)
-			ma_bubble_gather(g);
-		else
-			ma_sl_unplace_closed(g);
-	}
-	ma_gang_advance();
-	ma_sl_clock_arm(&ma_gang_clock);
-}
-
-static void ma_gang_tick(struct ma_bubble *b)
-{
-	if (ma_sl_clock_is(&ma_gang_clock, b) || ma_gang_is(b))
-		ma_gang_heartbeat();
-	else if (b->timeslice_us)
-		ma_bubble_regenerate(b);
-}
-
-static enum ma_pick ma_gang_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
-				  struct ma_runqueue **to)
-{
-	(void)w;
-	if (b == ma_gang_of(b) && b != ma_gang_current()) {
-		/* A waiting gang is queued only while it is being taken off (a thread woke
-		 * into it as it closed): never serve it; to the back of the queue. */
-		*to = rq;
-		return MA_PICK_MOVE;
-	}
-	return MA_PICK_BURST;
-}
-
-static int ma_gang_init(void)
-{
-	ma_spin_lock(&ma_gang_lock);
-	__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
-	ma_gang_cur_uid = ma_gang_last_uid = ma_gang_since = 0;
-	ma_gang_closing = 0;
-	ma_gang_on = 1;
-	ma_spin_unlock(&ma_gang_lock);
-	return ma_sl_clock_init(&ma_gang_clock, MA_GANG_TICK_US);
-}
-
-static void ma_gang_exit(void)
-{
-	ma_sl_clock_stop(&ma_gang_clock);
-	ma_spin_lock(&ma_gang_lock);
-	ma_gang_on = 0;
-	__atomic_store_n(&ma_gang_cur, NULL, __ATOMIC_RELEASE);
-	ma_spin_unlock(&ma_gang_lock);
-	/* Switched to another strategy: the gangs that waited are its now. At marcel_end
-	 * (still us) nothing waits: every thread ended. */
-	if (ma_strategy() == &ma_strategy_gang)
+	struct ma_gang_priv *p = priv;
+	if (!(v->flags & MA_VIEW_HAS_OUTER)) {
+		out->again = MA_VIEW_OUTER;
 		return;
-	struct ma_bubble *all[256];
-	struct ma_gang_scan sc = { .all = all, .max_all = 256 };
-	ma_gang_scan(&sc);
-	for (unsigned i = 0; i < sc.nb_all; i++) {
-		struct ma_bubble *g = all[i];
-		struct ma_holder *h = __atomic_load_n(&g->e.sched_holder, __ATOMIC_ACQUIRE);
-		if (g->woken && !h && atomic_load(&g->status) == MA_BUBBLE_CLOSED)
-			ma_strategy_submit(g);
 	}
+	uint64_t cur = atomic_load_explicit(&p->cur, memory_order_relaxed);
+	for (unsigned i = 0; i < v->nb_outer; i++) {
+		const struct ma_vnode *g = v->outer[i];
+		if (g->id == cur || !g->woken)
+			continue;
+		if (g->status == MA_V_OPENED)
+			(void)ma_dlist_add(out, MA_D_GATHER, g->id, -1);
+		else if (g->status == MA_V_CLOSED)
+			(void)ma_dlist_add(out, MA_D_UNPLACE, g->id, -1);
+	}
+	/* The gangs being gathered are not waiting yet: they come back through submit. */
+	if (!cur) {
+		struct ma_gang_scan sc = ma_gang_scan(v, p);
+		ma_gang_advance(v, p, &sc, out);
+	}
+	out->beat = 1;
+}
+
+static void ma_gang_tick(const struct ma_view *v, void *priv, struct ma_dlist *out)
+{
+	const struct ma_vnode *b = v->root;
+	/* A bubble of a gang with a time slice of its own regenerates as usual. */
+	if (b && !b->outer) {
+		if (b->timeslice_us)
+			(void)ma_dlist_add(out, MA_D_GATHER, b->id, -1);
+		return;
+	}
+	/* The heartbeat, or a gang's own slice. */
+	if (!(v->flags & MA_VIEW_HAS_OUTER)) {
+		out->again = MA_VIEW_OUTER;
+		return;
+	}
+	ma_gang_beat(v, priv, out);
+}
+
+static struct ma_decision ma_gang_pick(const struct ma_pick_view *pv, const void *priv)
+{
+	const struct ma_gang_priv *p = priv;
+	struct ma_decision d = { .kind = MA_D_BURST, .entity = pv->b.id, .item = pv->item };
+	/* A waiting gang is queued only while it is being taken off (a thread woke into it as
+	 * it closed): never served; to the back of the queue. */
+	if (pv->b.outer && pv->b.id != atomic_load_explicit(&p->cur, memory_order_acquire))
+		d.kind = MA_D_MOVE;
+	return d;
 }
 
 const struct ma_strategy ma_strategy_gang = {
 	.name = "gang",
 	.description = "the bubbles of the root run one at a time (gangs), "
 		       "each for a time slice (its own, 10 ms by default)",
-	.init = ma_gang_init,
-	.exit = ma_gang_exit,
-	.start = ma_gang_start,
-	.submit = ma_gang_submit,
-	.tick = ma_gang_tick,
-	.sched = ma_gang_sched,
+	.priv_size = sizeof(struct ma_gang_priv),
+	.decide_start = ma_gang_start,
+	.decide_submit = ma_gang_submit,
+	.decide_tick = ma_gang_tick,
+	.decide_pick = ma_gang_pick,
+	.heartbeat_us = MA_GANG_TICK_US,
+	/* It reads no load; the gangs it asks for when it needs them. */
+	.view_detail = MA_VIEW_SHAPE,
 };

@@ -146,12 +146,6 @@ static void ma_spread_nodes_free(struct ma_spread_nodes *m)
 	free(m->nodes);
 }
 
-static void ma_push(struct ma_dlist *out, enum ma_dkind kind, uint64_t id, int item)
-{
-	struct ma_decision d = { .kind = kind, .entity = id, .item = item };
-	(void)ma_dlist_push(out, &d);
-}
-
 /* The decisions of a distributed set: a node acts if every node above it burst. */
 static void ma_spread_emit(const struct ma_spread_nodes *m, struct ma_dlist *out)
 {
@@ -166,12 +160,12 @@ static void ma_spread_emit(const struct ma_spread_nodes *m, struct ma_dlist *out
 		const struct ma_vnode *n = x->ref;
 		if (!x->is_bubble) {
 			if (n->item != x->item)
-				ma_push(out, MA_D_MOVE, n->id, x->item);
+				(void)ma_dlist_add(out, MA_D_MOVE, n->id, x->item);
 		}
 		else if (x->burst)
-			ma_push(out, MA_D_BURST, n->id, x->item);
+			(void)ma_dlist_add(out, MA_D_BURST, n->id, x->item);
 		else if (n->item != x->item)
-			ma_push(out, MA_D_PLACE, n->id, x->item);
+			(void)ma_dlist_add(out, MA_D_PLACE, n->id, x->item);
 	}
 }
 
@@ -278,7 +272,7 @@ void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlis
 	if (!v->nested)
 		p->starting = 0;
 	if (!v->begun || p->starting) {
-		ma_push(out, MA_D_PLACE, b->id, pq);
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, pq);
 		return;
 	}
 	/* A VP's own queue has nothing below it. Below an item with one VP (or none), a
@@ -291,14 +285,14 @@ void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlis
 	else if (v->topo->levels[pq].nb_vps <= 1 && !b->sched_level)
 		to = (int)ma_single_vp_bottom(&v->topo->levels[pq])->id;
 	if (to >= 0) {
-		ma_push(out, MA_D_PLACE, b->id, to);
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, to);
 		if (p->valid && p->own)
 			p->own[ma_spread_item(v, to)] += b->load;
 		return;
 	}
 	double *own = malloc(v->nb_items * sizeof(*own));
 	if (!own) {
-		ma_push(out, MA_D_PLACE, b->id, pq);
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, pq);
 		return;
 	}
 	if (v->flags & MA_VIEW_HAS_PLACED) {
@@ -320,7 +314,7 @@ void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlis
 		ma_spread_keep_add(p, &m);
 		ma_spread_emit(&m, out);
 	} else {
-		ma_push(out, MA_D_PLACE, b->id, pq); /* out of memory: at least schedule it */
+		(void)ma_dlist_add(out, MA_D_PLACE, b->id, pq); /* out of memory: at least schedule it */
 	}
 	ma_spread_nodes_free(&m);
 	free(own);
@@ -342,7 +336,7 @@ void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist
 		for (unsigned k = 0; k < r->nb_children; k++) {
 			const struct ma_vnode *m = r->children[k];
 			if (m->is_bubble && m->status == MA_V_OPENED) {
-				ma_push(out, MA_D_GATHER, m->id, -1);
+				(void)ma_dlist_add(out, MA_D_GATHER, m->id, -1);
 				gathered++;
 			}
 		}

@@ -38,8 +38,6 @@
 
 #define MA_STEAL_TICK_US 1000
 
-static struct ma_sl_clock ma_steal_clock;
-
 /* Per queue (items, then VPs), since when the heartbeat has seen it hold work that none
  * of its VPs is free to take (0: it has not). Static: a late hook may still read it. */
 #define MA_STEAL_MAXQ 4096
@@ -83,7 +81,7 @@ static void ma_steal_submit(struct ma_bubble *b)
 	/* b counts once in the queue's load; its other threads come on top. */
 	if ((long long)ma_sl_load(rq, NULL) + n - 1 > (long long)ma_sl_nb_vps(rq))
 		ma_wake_outside(rq);
-	ma_sl_clock_arm(&ma_steal_clock);
+	ma_heartbeat_arm();
 }
 
 /* Whether a closed sibling of b is placed in rq's subtree. A placed bubble is off the
@@ -158,7 +156,7 @@ static int ma_steal_anyone_busy(void)
 static void ma_steal_clock_maybe(void)
 {
 	if (ma_steal_anyone_busy())
-		ma_sl_clock_arm(&ma_steal_clock);
+		ma_heartbeat_arm();
 }
 
 struct ma_steal_cmp {
@@ -307,12 +305,12 @@ static void ma_steal_heartbeat(void)
 		atomic_store_explicit(&ma_steal_starving[i], since, memory_order_relaxed);
 	}
 	if (ma_steal_anyone_busy())
-		ma_sl_clock_arm(&ma_steal_clock);
+		ma_heartbeat_arm();
 }
 
 static void ma_steal_tick(struct ma_bubble *b)
 {
-	if (ma_sl_clock_is(&ma_steal_clock, b))
+	if (ma_heartbeat_is(b))
 		ma_steal_heartbeat();
 	else
 		ma_bubble_regenerate(b);
@@ -322,12 +320,7 @@ static int ma_steal_init(void)
 {
 	for (unsigned i = 0; i < MA_STEAL_MAXQ; i++)
 		atomic_store_explicit(&ma_steal_starving[i], 0, memory_order_relaxed);
-	return ma_sl_clock_init(&ma_steal_clock, MA_STEAL_TICK_US);
-}
-
-static void ma_steal_exit(void)
-{
-	ma_sl_clock_stop(&ma_steal_clock);
+	return 0;
 }
 
 const struct ma_strategy ma_strategy_steal = {
@@ -335,11 +328,11 @@ const struct ma_strategy ma_strategy_steal = {
 	.description = "bubbles start closed where they are woken; "
 		       "idle VPs steal whole bubbles from the nearest loaded subtree first",
 	.init = ma_steal_init,
-	.exit = ma_steal_exit,
 	.submit = ma_steal_submit,
 	.tick = ma_steal_tick,
 	.vp_is_idle = ma_steal_vp_idle,
 	.stray = ma_steal_stray,
 	.sched = ma_steal_sched,
 	.private_levels = 1,
+	.heartbeat_us = MA_STEAL_TICK_US,
 };

@@ -31,6 +31,33 @@ static int gang_of(const struct marcel_snapshot *s, int e)
 	return -1;
 }
 
+/* Gang g made, with a time slice of `slice_us` (0: the strategy's), and NT threads of
+ * fn in it, each given its own flag of `flags` (NULL: none). Not woken. */
+static void gang_make(int g, unsigned long slice_us, any_t (*fn)(any_t), atomic_int *flags)
+{
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_bubble_init(&gang[g]), 0);
+	ck_assert_int_eq(marcel_bubble_setid(&gang[g], g), 0);
+	if (slice_us)
+		ck_assert_int_eq(marcel_bubble_settimeslice(&gang[g], slice_us), 0);
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &gang[g]), 0);
+	for (int k = 0; k < NT; k++)
+		ck_assert_int_eq(marcel_create(&th[g][k], &a, fn, flags ? &flags[k] : NULL), 0);
+}
+
+/* The busy threads of the first n gangs stop, are joined, and the gangs go. */
+static void gangs_end(int n)
+{
+	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
+	for (int g = 0; g < n; g++) {
+		for (int k = 0; k < NT; k++)
+			ck_assert_int_eq(marcel_join(th[g][k], NULL), 0);
+		ck_assert_int_eq(marcel_bubble_join(&gang[g]), 0);
+		ck_assert_int_eq(marcel_bubble_destroy(&gang[g]), 0);
+	}
+}
+
 /* Required: at every sample, the running gang threads belong to one gang; and each gang
  * ran. */
 START_TEST(one_gang_at_a_time)
@@ -38,15 +65,8 @@ START_TEST(one_gang_at_a_time)
 	ma_test_init_with("numa:2 core:4", "gang");
 	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
 	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
-	for (int g = 0; g < NG; g++) {
-		marcel_attr_t a;
-		ck_assert_int_eq(marcel_bubble_init(&gang[g]), 0);
-		ck_assert_int_eq(marcel_bubble_setid(&gang[g], g), 0);
-		ck_assert_int_eq(marcel_attr_init(&a), 0);
-		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &gang[g]), 0);
-		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_create(&th[g][k], &a, ma_test_busy, NULL), 0);
-	}
+	for (int g = 0; g < NG; g++)
+		gang_make(g, 0, ma_test_busy, NULL);
 	for (int g = 0; g < NG; g++)
 		ck_assert_int_eq(marcel_wake_up_bubble(&gang[g]), 0);
 
@@ -91,14 +111,7 @@ START_TEST(one_gang_at_a_time)
 			ck_assert_int_gt(ns, 0);
 		}
 	}
-	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
-	for (int g = 0; g < NG; g++)
-		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_join(th[g][k], NULL), 0);
-	for (int g = 0; g < NG; g++) {
-		ck_assert_int_eq(marcel_bubble_join(&gang[g]), 0);
-		ck_assert_int_eq(marcel_bubble_destroy(&gang[g]), 0);
-	}
+	gangs_end(NG);
 	marcel_end();
 }
 END_TEST
@@ -124,13 +137,7 @@ START_TEST(own_slice_and_loose_threads)
 	marcel_t loose;
 	ck_assert_int_eq(marcel_create(&loose, NULL, loose_fn, NULL), 0);
 	for (int g = 0; g < 2; g++) {
-		marcel_attr_t a;
-		ck_assert_int_eq(marcel_bubble_init(&gang[g]), 0);
-		ck_assert_int_eq(marcel_bubble_settimeslice(&gang[g], 2000), 0);
-		ck_assert_int_eq(marcel_attr_init(&a), 0);
-		ck_assert_int_eq(marcel_attr_setnaturalbubble(&a, &gang[g]), 0);
-		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_create(&th[g][k], &a, ma_test_busy, NULL), 0);
+		gang_make(g, 2000, ma_test_busy, NULL);
 		ck_assert_int_eq(marcel_wake_up_bubble(&gang[g]), 0);
 	}
 	/* 2 ms slices: both gangs take many turns within 200 ms. */
@@ -148,14 +155,8 @@ START_TEST(own_slice_and_loose_threads)
 	}
 	ck_assert_int_ge(turns, 4);
 	ck_assert_int_gt(atomic_load(&loose_runs), 10);
-	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
+	gangs_end(2);
 	ck_assert_int_eq(marcel_join(loose, NULL), 0);
-	for (int g = 0; g < 2; g++) {
-		for (int k = 0; k < NT; k++)
-			ck_assert_int_eq(marcel_join(th[g][k], NULL), 0);
-		ck_assert_int_eq(marcel_bubble_join(&gang[g]), 0);
-		ck_assert_int_eq(marcel_bubble_destroy(&gang[g]), 0);
-	}
 	marcel_end();
 }
 END_TEST
@@ -192,6 +193,58 @@ START_TEST(filled_after_waking)
 }
 END_TEST
 
+static atomic_int ran[NG][NT];
+
+static any_t mark_and_spin(any_t arg)
+{
+	atomic_store((atomic_int *)arg, 1);
+	return ma_test_busy(NULL);
+}
+
+/* Whether every thread of gang g has run. */
+static int gang_ran(int g)
+{
+	for (int k = 0; k < NT; k++)
+		if (!atomic_load(&ran[g][k]))
+			return 0;
+	return 1;
+}
+
+/* Switching away from gang while gangs wait their turn off the queues: the new strategy
+ * gets them (nothing else would ever submit them), and every thread runs. Switching back
+ * takes the gangs over again. */
+START_TEST(switch_hands_waiting_gangs_over)
+{
+	ma_test_init_with("numa:2 core:4", "gang");
+	ck_assert_int_eq(marcel_bubble_sched_begin(), 0);
+	__atomic_store_n(&ma_test_busy_stop, 0, __ATOMIC_RELAXED);
+	for (int g = 0; g < NG; g++) {
+		for (int k = 0; k < NT; k++)
+			atomic_store(&ran[g][k], 0);
+		/* The first gang keeps the machine for 10 s: the others wait. */
+		gang_make(g, g ? 1000 : 10000000, mark_and_spin, ran[g]);
+	}
+	for (int g = 0; g < NG; g++)
+		ck_assert_int_eq(marcel_wake_up_bubble(&gang[g]), 0);
+	for (int i = 0; i < 1000 && !gang_ran(0); i++)
+		marcel_usleep(5000);
+	ck_assert_msg(gang_ran(0), "the first gang did not run within 5 s");
+	marcel_usleep(20000);
+	for (int g = 1; g < NG; g++)
+		for (int k = 0; k < NT; k++)
+			ck_assert_msg(!atomic_load(&ran[g][k]), "gang %d ran during the first one's slice", g);
+	const marcel_bubble_sched_t *gang_s = marcel_lookup_bubble_scheduler("gang");
+	ck_assert_ptr_nonnull(marcel_bubble_change_sched(marcel_lookup_bubble_scheduler("burst")));
+	for (int i = 0; i < 1000 && !(gang_ran(1) && gang_ran(2)); i++)
+		marcel_usleep(5000);
+	ck_assert_msg(gang_ran(1) && gang_ran(2), "gangs waiting at the switch never ran under burst");
+	ck_assert_ptr_nonnull(marcel_bubble_change_sched(gang_s));
+	marcel_usleep(20000);
+	gangs_end(NG);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("place_gang");
@@ -199,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, one_gang_at_a_time);
 	tcase_add_test(tc, own_slice_and_loose_threads);
 	tcase_add_test(tc, filled_after_waking);
+	tcase_add_test(tc, switch_hands_waiting_gangs_over);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);

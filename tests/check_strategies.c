@@ -27,6 +27,20 @@ static const struct machine {
  * copies them. */
 #define BUBBLE(n) ((UINT64_C(1) << 63) | (n))
 
+/* A table that only decides: none of the old hooks that act on the runtime is left. */
+static void expect_decides_only(const struct ma_strategy *s)
+{
+	ck_assert_ptr_null(s->init);
+	ck_assert_ptr_null(s->exit);
+	ck_assert_ptr_null(s->start);
+	ck_assert_ptr_null(s->submit);
+	ck_assert_ptr_null(s->shake);
+	ck_assert_ptr_null(s->vp_is_idle);
+	ck_assert_ptr_null(s->stray);
+	ck_assert_ptr_null(s->tick);
+	ck_assert_ptr_null(s->sched);
+}
+
 /* ---- the harness ---- */
 
 /* The machines as views: queues, VPs per item, the sums the builder makes. */
@@ -134,16 +148,7 @@ START_TEST(null_table)
 	ck_assert_uint_eq(s->view_detail, MA_VIEW_SHAPE);
 	ck_assert_ptr_null(s->priv_init);
 	ck_assert_ptr_null(s->priv_exit);
-	/* No old hook is left. */
-	ck_assert_ptr_null(s->init);
-	ck_assert_ptr_null(s->exit);
-	ck_assert_ptr_null(s->start);
-	ck_assert_ptr_null(s->submit);
-	ck_assert_ptr_null(s->shake);
-	ck_assert_ptr_null(s->vp_is_idle);
-	ck_assert_ptr_null(s->stray);
-	ck_assert_ptr_null(s->tick);
-	ck_assert_ptr_null(s->sched);
+	expect_decides_only(s);
 	ck_assert_uint_eq(s->default_timeslice_us, 0);
 	ck_assert_uint_eq(s->private_levels, 0);
 }
@@ -270,9 +275,7 @@ START_TEST(burst_table)
 	ck_assert_ptr_null(s->decide_submit);
 	ck_assert_ptr_null(s->decide_tick);
 	ck_assert_ptr_null(s->decide_vp_idle);
-	ck_assert_ptr_null(s->sched);
-	ck_assert_ptr_null(s->submit);
-	ck_assert_ptr_null(s->tick);
+	expect_decides_only(s);
 }
 END_TEST
 
@@ -504,10 +507,7 @@ START_TEST(spread_tables)
 		ck_assert_ptr_nonnull(s->priv_exit);
 		ck_assert_ptr_null(s->decide_pick);
 		ck_assert_ptr_null(s->decide_tick);
-		ck_assert_ptr_null(s->init);
-		ck_assert_ptr_null(s->start);
-		ck_assert_ptr_null(s->submit);
-		ck_assert_ptr_null(s->sched);
+		expect_decides_only(s);
 	}
 	ck_assert_str_eq(ma_strategy_spread.name, "spread");
 	ck_assert_uint_eq(ma_strategy_spread.view_detail, MA_VIEW_SHAPE);
@@ -844,9 +844,7 @@ START_TEST(cache_table)
 	ck_assert_ptr_null(s->decide_pick);
 	ck_assert_uint_eq(s->view_detail, MA_VIEW_READY);
 	ck_assert_uint_eq(s->private_levels, 1);
-	ck_assert_ptr_null(s->submit);
-	ck_assert_ptr_null(s->start);
-	ck_assert_ptr_null(s->sched);
+	expect_decides_only(s);
 }
 END_TEST
 
@@ -1037,6 +1035,375 @@ START_TEST(cache_deep)
 }
 END_TEST
 
+/* ---- gang ---- */
+
+START_TEST(gang_table)
+{
+	const struct ma_strategy *s = &ma_strategy_gang;
+	ck_assert_str_eq(s->name, "gang");
+	ck_assert_ptr_nonnull(s->description);
+	ck_assert_ptr_nonnull(s->decide_start);
+	ck_assert_ptr_nonnull(s->decide_submit);
+	ck_assert_ptr_nonnull(s->decide_tick);
+	ck_assert_ptr_nonnull(s->decide_pick);
+	/* A shake gathers (the default): the gang comes back through submit. */
+	ck_assert_ptr_null(s->decide_shake);
+	ck_assert_ptr_null(s->decide_vp_idle);
+	ck_assert_ptr_null(s->decide_stray);
+	ck_assert_uint_gt(s->priv_size, 0);
+	ck_assert_uint_eq(s->heartbeat_us, 1000);
+	/* It reads no load; it asks for the gangs when it needs them. */
+	ck_assert_uint_eq(s->view_detail, MA_VIEW_SHAPE);
+	expect_decides_only(s);
+}
+END_TEST
+
+#define GANGS 3
+#define MS 1000000ull
+
+/* A machine, the root bubble (opened on the machine's queue) and GANGS gangs of two ready
+ * threads, closed and placed nowhere (as between their wake-up and their submit), an
+ * implicit bubble of the root with a gang of its own, and the gangs' private block. */
+struct gangs {
+	struct ma_vt t;
+	struct ma_vnode *root, *g[GANGS + 1], *implicit, *inner;
+	const struct ma_vnode *outer[GANGS + 1];
+	void *priv;
+	struct ma_vt_list x;
+};
+
+static void gangs_make(struct gangs *x)
+{
+	ma_vt_load(&x->t, machines[0].spec, machines[0].smt);
+	x->root = ma_vt_bubble(&x->t, NULL, BUBBLE(1));
+	x->root->status = MA_V_OPENED;
+	x->root->item = 0;
+	for (unsigned i = 0; i < GANGS; i++) {
+		x->g[i] = ma_vt_bubble(&x->t, x->root, BUBBLE(10 * (i + 1)));
+		x->g[i]->outer = 1;
+		ma_vt_thread(&x->t, x->g[i], 100 + 2 * i);
+		ma_vt_thread(&x->t, x->g[i], 101 + 2 * i);
+	}
+	/* The root's implicit bubble (a thread in no explicit bubble woke it) holds the last
+	 * gang: a gang too. */
+	x->implicit = ma_vt_bubble(&x->t, x->root, BUBBLE(5));
+	x->implicit->implicit = 1;
+	x->implicit->status = MA_V_OPENED;
+	x->implicit->item = 0;
+	x->g[GANGS] = ma_vt_bubble(&x->t, x->implicit, BUBBLE(40));
+	x->g[GANGS]->outer = 1;
+	ma_vt_thread(&x->t, x->g[GANGS], 200);
+	/* A bubble inside the first gang: no gang. */
+	x->inner = ma_vt_bubble(&x->t, x->g[0], BUBBLE(11));
+	ma_vt_thread(&x->t, x->inner, 300);
+	ma_vt_finish(&x->t, x->root);
+	for (unsigned i = 0; i <= GANGS; i++)
+		x->outer[i] = x->g[i];
+	x->priv = calloc(1, ma_strategy_gang.priv_size);
+	ck_assert_ptr_nonnull(x->priv);
+	x->t.v.now_ns = 1000 * MS;
+}
+
+static void gangs_free(struct gangs *x)
+{
+	free(x->priv);
+	ma_vt_free(&x->t);
+}
+
+/* The view a hook of gang gets about `root` (NULL: the heartbeat), in round `round`, with
+ * the gangs if `outer`. */
+static void gangs_view(struct gangs *x, const struct ma_vnode *root, unsigned round, int outer)
+{
+	x->t.v.root = root;
+	x->t.v.round = (unsigned char)round;
+	x->t.v.flags = MA_VIEW_SHAPE | (outer ? MA_VIEW_HAS_OUTER : 0);
+	x->t.v.outer = outer ? x->outer : NULL;
+	x->t.v.nb_outer = outer ? GANGS + 1 : 0;
+}
+
+typedef void (*gang_hook)(const struct ma_view *v, void *priv, struct ma_dlist *out);
+
+/* The hook on `root` as the dispatcher calls it: once, then again with the gangs if it
+ * asks for them (the same round's list is carried out before, here: returned in *first). */
+static struct ma_dlist *gangs_call(struct gangs *x, gang_hook hook, const struct ma_vnode *root, unsigned *first)
+{
+	struct ma_dlist *l = ma_vt_list(&x->x, 64);
+	gangs_view(x, root, 0, 0);
+	hook(&x->t.v, x->priv, l);
+	*first = l->n;
+	if (l->again) {
+		ck_assert_uint_eq(l->again, MA_VIEW_OUTER);
+		unsigned n = l->n;
+		l->again = 0;
+		gangs_view(x, root, 1, 1);
+		hook(&x->t.v, x->priv, l);
+		/* Asked once is enough. */
+		ck_assert_uint_eq(l->again, 0);
+		ck_assert_uint_ge(l->n, n);
+	}
+	return l;
+}
+
+static void expect(const struct ma_dlist *l, unsigned i, enum ma_dkind kind, const struct ma_vnode *n, int item)
+{
+	ck_assert_uint_gt(l->n, i);
+	ck_assert_int_eq(l->d[i].kind, kind);
+	ck_assert(l->d[i].entity == n->id);
+	if (kind != MA_D_GATHER && kind != MA_D_UNPLACE)
+		ck_assert_int_eq(l->d[i].item, item);
+	ck_assert_uint_eq(l->d[i].flags, 0);
+}
+
+/* What find_next is told about gang g met on queue q. */
+static struct ma_decision gangs_pick(struct gangs *x, const struct ma_vnode *g, int q)
+{
+	struct ma_vt_pick p;
+	return ma_strategy_gang.decide_pick(ma_vt_pick(&x->t, &p, g, q, 0), x->priv);
+}
+
+/* The heartbeat at `now_ms` (the gangs' clock starts at 1000 ms). */
+static struct ma_dlist *gangs_beat(struct gangs *x, uint64_t now_ms)
+{
+	unsigned first;
+	x->t.v.now_ns = now_ms * MS;
+	struct ma_dlist *l = gangs_call(x, ma_strategy_gang.decide_tick, NULL, &first);
+	/* Without the gangs, a beat decides nothing. */
+	ck_assert_uint_eq(first, 0);
+	return l;
+}
+
+/* The gang's turn ended: gathered, every thread back, closed and submitted. */
+static struct ma_dlist *gangs_back(struct gangs *x, struct ma_vnode *g)
+{
+	g->status = MA_V_CLOSED;
+	unsigned first;
+	struct ma_dlist *l = gangs_call(x, ma_strategy_gang.decide_submit, g, &first);
+	ck_assert_uint_eq(first, 1);
+	expect(l, 0, MA_D_UNPLACE, g, -1);
+	g->item = -1;
+	return l;
+}
+
+/* Burst by the last decision: opened on the machine. */
+static void gangs_burst(struct gangs *x, struct ma_vnode *g)
+{
+	(void)x;
+	g->status = MA_V_OPENED;
+	g->item = 0;
+}
+
+/* Turns: the first gang submitted waits off the queues and, none running, the smallest
+ * id is burst on the machine; the others wait; the slice ends only when another waits;
+ * the next by id follows, round robin; find_next never serves a waiting gang. */
+START_TEST(gang_turns)
+{
+	struct gangs x;
+	gangs_make(&x);
+	unsigned first;
+	/* The second gang is woken first: off the queues, then the first by id runs. */
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[1], &first);
+	ck_assert_uint_eq(first, 1);
+	ck_assert_uint_eq(l->n, 2);
+	expect(l, 0, MA_D_UNPLACE, x.g[1], -1);
+	expect(l, 1, MA_D_BURST, x.g[0], 0);
+	ck_assert_int_eq(l->beat, 1);
+	gangs_burst(&x, x.g[0]);
+	/* The others, woken now, wait: no gang list needed. */
+	for (unsigned i = 2; i <= GANGS; i++) {
+		l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[i], &first);
+		ck_assert_uint_eq(l->n, 1);
+		expect(l, 0, MA_D_UNPLACE, x.g[i], -1);
+		ck_assert_int_eq(l->beat, 1);
+	}
+	/* find_next bursts the current gang and sends a waiting one to the back of its
+	 * queue; a bubble that is no gang is burst. */
+	struct ma_decision d = gangs_pick(&x, x.g[0], 0);
+	ck_assert(d.kind == MA_D_BURST && d.entity == x.g[0]->id && d.item == 0);
+	d = gangs_pick(&x, x.g[2], 7);
+	ck_assert(d.kind == MA_D_MOVE && d.entity == x.g[2]->id && d.item == 7);
+	d = gangs_pick(&x, x.inner, 3);
+	ck_assert(d.kind == MA_D_BURST && d.entity == x.inner->id && d.item == 3);
+	/* Its slice: 10 ms from its burst (at 1000 ms). */
+	l = gangs_beat(&x, 1009);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 1);
+	/* Every cycle visits every gang by id, then starts again from the smallest. */
+	uint64_t now = 1010;
+	for (unsigned turn = 0; turn < 2 * (GANGS + 1); turn++) {
+		struct ma_vnode *cur = x.g[turn % (GANGS + 1)], *next = x.g[(turn + 1) % (GANGS + 1)];
+		l = gangs_beat(&x, now);
+		ck_assert_uint_eq(l->n, 1);
+		expect(l, 0, MA_D_GATHER, cur, -1);
+		ck_assert_int_eq(l->beat, 1);
+		/* Gathered once: its threads come back in their time. */
+		cur->status = MA_V_CLOSING;
+		l = gangs_beat(&x, now + 5);
+		ck_assert_uint_eq(l->n, 0);
+		ck_assert_int_eq(l->beat, 1);
+		l = gangs_back(&x, cur);
+		ck_assert_uint_eq(l->n, 2);
+		expect(l, 1, MA_D_BURST, next, 0);
+		ck_assert_int_eq(l->beat, 1);
+		gangs_burst(&x, next);
+		x.t.v.now_ns = (now + 6) * MS;
+		now += 6 + 10;
+	}
+	gangs_free(&x);
+}
+END_TEST
+
+/* A gang alone runs on: its slice ends only for another that waits. Its own slice
+ * (marcel_bubble_settimeslice) replaces the 10 ms. */
+START_TEST(gang_slices)
+{
+	struct gangs x;
+	gangs_make(&x);
+	for (unsigned i = 1; i <= GANGS; i++)
+		x.g[i]->woken = 0;
+	unsigned first;
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[0], &first);
+	ck_assert_uint_eq(l->n, 2);
+	expect(l, 1, MA_D_BURST, x.g[0], 0);
+	gangs_burst(&x, x.g[0]);
+	l = gangs_beat(&x, 5000);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 1);
+	/* A second gang with a slice of 2 ms: it waits for the first's 10 ms, then runs
+	 * 2 ms. */
+	x.g[1]->woken = 1;
+	x.g[1]->timeslice_us = 2000;
+	l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[1], &first);
+	ck_assert_uint_eq(l->n, 1);
+	l = gangs_beat(&x, 5001);
+	expect(l, 0, MA_D_GATHER, x.g[0], -1);
+	l = gangs_back(&x, x.g[0]);
+	expect(l, 1, MA_D_BURST, x.g[1], 0);
+	gangs_burst(&x, x.g[1]);
+	l = gangs_beat(&x, 5002);
+	ck_assert_uint_eq(l->n, 0);
+	l = gangs_beat(&x, 5003);
+	expect(l, 0, MA_D_GATHER, x.g[1], -1);
+	/* The gangs end, are joined and destroyed: nothing woken, the heartbeat stops. */
+	l = gangs_back(&x, x.g[1]);
+	expect(l, 1, MA_D_BURST, x.g[0], 0);
+	gangs_burst(&x, x.g[0]);
+	x.g[1]->woken = 0;
+	x.outer[0] = x.g[1];
+	l = gangs_beat(&x, 5010);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 0);
+	gangs_free(&x);
+}
+END_TEST
+
+/* A gang woken before its members were inserted is submitted empty: it does not run
+ * then, but the heartbeat goes on while it is woken, and bursts it once it has members
+ * (doc/design.md, "gang: a gang woken empty never ran"). */
+START_TEST(gang_filled_after_waking)
+{
+	struct gangs x;
+	gangs_make(&x);
+	for (unsigned i = 1; i <= GANGS; i++)
+		x.g[i]->woken = 0;
+	x.g[0]->nb_members = 0;
+	unsigned first;
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[0], &first);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_UNPLACE, x.g[0], -1);
+	ck_assert_int_eq(l->beat, 1);
+	l = gangs_beat(&x, 1001);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 1);
+	x.g[0]->nb_members = 2;
+	l = gangs_beat(&x, 1002);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_BURST, x.g[0], 0);
+	ck_assert_int_eq(l->beat, 1);
+	gangs_free(&x);
+}
+END_TEST
+
+/* The current gang is no gang any more (joined and destroyed, or moved into another
+ * bubble): forgotten, and the next runs. Its burst dropped by the executor (it changed
+ * between the decision and its execution): burst again at the next beat. */
+START_TEST(gang_current_lost)
+{
+	struct gangs x;
+	gangs_make(&x);
+	unsigned first;
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_submit, x.g[0], &first);
+	expect(l, 1, MA_D_BURST, x.g[0], 0);
+	/* Not carried out: still closed, placed nowhere. */
+	x.g[0]->item = -1;
+	l = gangs_beat(&x, 1001);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_BURST, x.g[0], 0);
+	gangs_burst(&x, x.g[0]);
+	/* Gone from the gangs: the next by id. */
+	x.outer[0] = x.g[1];
+	l = gangs_beat(&x, 1002);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_BURST, x.g[1], 0);
+	ck_assert_int_eq(l->beat, 1);
+	gangs_free(&x);
+}
+END_TEST
+
+/* Bubbles of no gang: submitted where their parent is opened (the machine's queue for
+ * the root's); their own slice regenerates them; without one, a tick does nothing. */
+START_TEST(gang_plain_bubbles)
+{
+	struct gangs x;
+	gangs_make(&x);
+	unsigned first;
+	x.inner->home = 9;
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_submit, x.inner, &first);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_PLACE, x.inner, 9);
+	ck_assert_int_eq(l->beat, 0);
+	x.inner->home = -1;
+	l = gangs_call(&x, ma_strategy_gang.decide_submit, x.inner, &first);
+	expect(l, 0, MA_D_PLACE, x.inner, 0);
+	l = gangs_call(&x, ma_strategy_gang.decide_tick, x.inner, &first);
+	ck_assert_uint_eq(l->n, 0);
+	x.inner->timeslice_us = 500;
+	l = gangs_call(&x, ma_strategy_gang.decide_tick, x.inner, &first);
+	ck_assert_uint_eq(l->n, 1);
+	expect(l, 0, MA_D_GATHER, x.inner, -1);
+	/* A gang's own slice ticks as the heartbeat does. */
+	x.g[0]->timeslice_us = 500;
+	l = gangs_call(&x, ma_strategy_gang.decide_tick, x.g[0], &first);
+	ck_assert_uint_eq(first, 0);
+	expect(l, 0, MA_D_BURST, x.g[0], 0);
+	ck_assert_int_eq(l->beat, 1);
+	gangs_free(&x);
+}
+END_TEST
+
+/* Taking over (marcel_bubble_sched_begin, or a switch after it): gangs burst by another
+ * strategy are gathered, closed ones leave the queues, gangs never woken are left
+ * alone, and the first closed one by id runs. */
+START_TEST(gang_start)
+{
+	struct gangs x;
+	gangs_make(&x);
+	x.g[0]->status = MA_V_OPENED;
+	x.g[0]->item = 0;
+	x.g[1]->item = 3;
+	x.g[2]->woken = 0;
+	unsigned first;
+	struct ma_dlist *l = gangs_call(&x, ma_strategy_gang.decide_start, x.root, &first);
+	ck_assert_uint_eq(first, 0);
+	ck_assert_uint_eq(l->n, 4);
+	expect(l, 0, MA_D_GATHER, x.g[0], -1);
+	expect(l, 1, MA_D_UNPLACE, x.g[1], -1);
+	expect(l, 2, MA_D_UNPLACE, x.g[3], -1);
+	expect(l, 3, MA_D_BURST, x.g[1], 0);
+	ck_assert_int_eq(l->beat, 1);
+	gangs_free(&x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -1078,6 +1445,15 @@ int main(void)
 	tcase_add_loop_test(ca, cache_start, 0, NB_MACHINES);
 	tcase_add_test(ca, cache_deep);
 	suite_add_tcase(s, ca);
+	TCase *ga = tcase_create("gang");
+	tcase_add_test(ga, gang_table);
+	tcase_add_test(ga, gang_turns);
+	tcase_add_test(ga, gang_slices);
+	tcase_add_test(ga, gang_filled_after_waking);
+	tcase_add_test(ga, gang_current_lost);
+	tcase_add_test(ga, gang_plain_bubbles);
+	tcase_add_test(ga, gang_start);
+	suite_add_tcase(s, ga);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

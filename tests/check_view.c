@@ -327,6 +327,102 @@ START_TEST(private_view)
 }
 END_TEST
 
+/* v's outer bubbles are exactly those of `want`, each once, each marked. */
+static void expect_outer(const struct ma_view *v, const uint64_t *want, unsigned n)
+{
+	ck_assert(v->flags & MA_VIEW_HAS_OUTER);
+	ck_assert_uint_eq(v->nb_outer, n);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned seen = 0;
+		for (unsigned k = 0; k < v->nb_outer; k++) {
+			ck_assert(v->outer[k]->is_bubble && v->outer[k]->outer);
+			seen += v->outer[k]->id == want[i];
+		}
+		ck_assert_uint_eq(seen, 1);
+	}
+}
+
+/* The node of id `id` below n (n included), NULL if none. */
+static const struct ma_vnode *find_node(const struct ma_vnode *n, uint64_t id)
+{
+	if (n->id == id)
+		return n;
+	for (unsigned i = 0; i < n->nb_children; i++) {
+		const struct ma_vnode *x = find_node(n->children[i], id);
+		if (x)
+			return x;
+	}
+	return NULL;
+}
+
+static any_t wake_it(any_t b)
+{
+	return marcel_wake_up_bubble(b) ? b : NULL;
+}
+
+/* The outer bubbles (MA_VIEW_OUTER): explicit bubbles of the root, directly or through
+ * the root's implicit bubbles (main's children bubble holds a bubble main wakes); a
+ * bubble inside one is none. Each is one node of the view, whichever subtree the view is
+ * about; the heartbeat's view (no tree) has them too. */
+START_TEST(outer_view)
+{
+	start();
+	/* Main creates threads: its implicit children bubble, in the root. */
+	hogs_start();
+	marcel_bubble_t a;
+	ck_assert_int_eq(marcel_bubble_init(&a), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&marcel_root_bubble, &a), 0);
+	struct tree x;
+	tree_make(&x);
+	/* Woken by a thread of main's children bubble: it goes there. */
+	marcel_t w;
+	ck_assert_int_eq(marcel_create(&w, NULL, wake_it, &x.b), 0);
+	any_t r;
+	ck_assert_int_eq(marcel_join(w, &r), 0);
+	ck_assert_ptr_null(r);
+	struct ma_bubble *ab = ma_bubble_of(&a);
+	const uint64_t want[2] = { ab->uid, x.bb->uid };
+	struct ma_view v;
+	ck_assert_int_eq(ma_view_build_subtree(&v, NULL, MA_VIEW_OUTER), 0);
+	ck_assert_ptr_null(v.root);
+	expect_outer(&v, want, 2);
+	ma_view_release(&v);
+	/* Without the detail, no list; the nodes are marked all the same. */
+	ck_assert_int_eq(ma_view_build_tree(&v, 0), 0);
+	ck_assert_uint_eq(v.nb_outer, 0);
+	ck_assert(!(v.flags & MA_VIEW_HAS_OUTER));
+	const struct ma_vnode *nb = find_node(v.root, x.bb->uid), *ns = find_node(v.root, x.sb->uid);
+	const struct ma_vnode *na = find_node(v.root, ab->uid);
+	ck_assert(nb && ns && na);
+	ck_assert(nb->outer && na->outer && !ns->outer && !v.root->outer);
+	ck_assert(nb->parent->implicit && nb->parent->parent == v.root);
+	ck_assert_ptr_eq(na->parent, v.root);
+	ma_view_release(&v);
+	ck_assert_int_eq(ma_view_build_tree(&v, MA_VIEW_OUTER), 0);
+	expect_outer(&v, want, 2);
+	ma_view_release(&v);
+	/* About an outer bubble: its own node is in the list. */
+	subtree(&v, x.bb, MA_VIEW_OUTER);
+	ck_assert(v.root->outer);
+	expect_outer(&v, want, 2);
+	unsigned own = 0;
+	for (unsigned k = 0; k < v.nb_outer; k++)
+		own += v.outer[k] == v.root;
+	ck_assert_uint_eq(own, 1);
+	ma_view_release(&v);
+	/* About a bubble inside one: none itself. */
+	subtree(&v, x.sb, MA_VIEW_OUTER);
+	ck_assert(!v.root->outer);
+	expect_outer(&v, want, 2);
+	ma_view_release(&v);
+	hogs_stop();
+	tree_end(&x);
+	ck_assert_int_eq(marcel_bubble_removebubble(&marcel_root_bubble, &a), 0);
+	ck_assert_int_eq(marcel_bubble_destroy(&a), 0);
+	marcel_end();
+}
+END_TEST
+
 /* A chain of bubbles nested deeper than any stack budget would allow a recursive walk,
  * viewed from a thread with the smallest stack: the walk keeps its own stack. */
 #define DEEP 3000
@@ -1407,7 +1503,7 @@ static enum ma_pick pick_with(struct ma_runqueue *rq, struct ma_bubble *b, struc
 }
 
 /* Pick: the decision as find_next acts on it; what is not a serve, a burst here or a
- * move elsewhere is a serve. */
+ * move (elsewhere, or to the back of this queue) is a serve. */
 START_TEST(dispatch_pick)
 {
 	start();
@@ -1430,9 +1526,12 @@ START_TEST(dispatch_pick)
 	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y }, &to),
 			 MA_PICK_MOVE);
 	ck_assert_ptr_eq(to, Q(Y));
+	/* Where it is: to the back of this queue. */
+	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = 0 }, &to),
+			 MA_PICK_MOVE);
+	ck_assert_ptr_eq(to, rq);
 	struct ma_decision serves[] = {
 		{ .kind = MA_D_BURST, .entity = id, .item = X },        /* elsewhere */
-		{ .kind = MA_D_MOVE, .entity = id, .item = 0 },         /* where it is */
 		{ .kind = MA_D_MOVE, .entity = id, .item = 1 << 20 },   /* no such queue */
 		{ .kind = MA_D_MOVE, .entity = id + 1, .item = Y },     /* another entity */
 		{ .kind = MA_D_PLACE, .entity = id, .item = Y },        /* not a pick's */
@@ -1667,6 +1766,7 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, tree_unwoken);
 	tcase_add_test(tc, tree_deep);
 	tcase_add_test(tc, private_view);
+	tcase_add_test(tc, outer_view);
 	tcase_add_test(tc, items_shape);
 	tcase_add_test(tc, placed_view);
 	tcase_add_test(tc, tree_woken_items);
