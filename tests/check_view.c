@@ -1237,6 +1237,8 @@ struct tpriv {
 	unsigned submits, shakes, starts, ticks;
 	unsigned nodes, cap;      /* the last watched submit's view: nodes, list capacity */
 	uint64_t start_root;
+	unsigned beat_want;       /* submit asks for a beat, the heartbeat for more until
+				     it beat that many times (beats) */
 };
 static struct tpriv *tp;          /* the block priv_init was given */
 static int tinits, texits, tinit_err;
@@ -1246,6 +1248,7 @@ static atomic_ullong pick_seen;
 static atomic_int idles, idle_self;
 static uint64_t idle_take;        /* vp_idle: STEAL it to the VP's own queue if waiting */
 static atomic_int strays;
+static atomic_uint beats;         /* heartbeat ticks (a view without root) */
 static atomic_ullong stray_seen;
 
 static unsigned count_nodes(const struct ma_vnode *n)
@@ -1290,6 +1293,7 @@ static void t_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
 		p->cap = out->cap;
 	}
 	push(out, (struct ma_decision){ .kind = MA_D_PLACE, .entity = v->root->id, .item = p->target });
+	out->beat = p->beat_want > 0;
 	for (unsigned i = 0; i < p->extra; i++)
 		push(out, (struct ma_decision){ .kind = MA_D_GATHER, .entity = 12345 });
 }
@@ -1311,7 +1315,12 @@ static void t_start(const struct ma_view *v, void *priv, struct ma_dlist *out)
 
 static void t_tick(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	((struct tpriv *)priv)->ticks++;
+	struct tpriv *p = priv;
+	if (!v->root) {
+		out->beat = atomic_fetch_add(&beats, 1) + 1 < p->beat_want;
+		return;
+	}
+	p->ticks++;
 	push(out, (struct ma_decision){ .kind = MA_D_GATHER, .entity = v->root->id });
 }
 
@@ -1376,6 +1385,7 @@ static const struct ma_strategy tstrat = {
 	.decide_vp_idle = t_vp_idle,
 	.decide_pick = t_pick,
 	.decide_stray = t_stray,
+	.heartbeat_us = 2000,
 };
 
 static void use_test(void)
@@ -1486,6 +1496,30 @@ START_TEST(dispatch_tick_shake_start)
 	ck_assert_ptr_eq(bready_of(x.bb), H(Y));
 	use_null();
 	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* The heartbeat: a list's `beat` brings decide_tick back once, on a view without root, as
+ * long as the ticks ask again; none comes after they stop asking. */
+START_TEST(dispatch_heartbeat)
+{
+	start();
+	use_test();
+	tp->target = 0;
+	tp->beat_want = 5;
+	atomic_store(&beats, 0);
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	for (int tries = 0; atomic_load(&beats) < 5; tries++) {
+		ck_assert_msg(tries < 5000, "5 beats of 2 ms did not come within 5 s");
+		marcel_usleep(1000);
+	}
+	marcel_usleep(20000);
+	ck_assert_uint_eq(atomic_load(&beats), 5);
+	use_null();
 	tree_end(&x);
 	marcel_end();
 }
@@ -1783,6 +1817,7 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, thread_view);
 	tcase_add_test(tc, dispatch_submit);
 	tcase_add_test(tc, dispatch_tick_shake_start);
+	tcase_add_test(tc, dispatch_heartbeat);
 	tcase_add_test(tc, dispatch_pick);
 	tcase_add_test(tc, dispatch_vp_idle_stray);
 	tcase_add_test(tc, dispatch_switch);
