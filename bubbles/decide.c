@@ -209,6 +209,17 @@ static int ma_exec_move_task(struct ma_vslot *s, struct ma_runqueue *rq, unsigne
 	return 1;
 }
 
+/* A MOVE to no queue with MA_D_UNSTRAY, about the caller (a stray hook's thread, which is
+ * not on a queue: gathered into its bubble): only its mark is cleared. */
+static int ma_exec_unstray(struct ma_vslot *s)
+{
+	struct marcel_task *t = ma_task_of_entity(s->e);
+	if (t != ma_task_self())
+		return 0;
+	atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+	return 1;
+}
+
 /* ---- stealing ---- */
 
 /* A STEAL's guard, with the loads measured before any lock (ma_view_load_now). */
@@ -316,7 +327,13 @@ static int ma_exec_steal(struct ma_vslot *s, const struct ma_decision *d, struct
 		return 0;
 	struct ma_guard g;
 	ma_guard_measure(&g, d);
-	return s->n.is_bubble ? ma_steal_bubble(s, from, to, &g) : ma_steal_task(s, from, to, &g, d->flags);
+	if (!(s->n.is_bubble ? ma_steal_bubble(s, from, to, &g) : ma_steal_task(s, from, to, &g, d->flags)))
+		return 0;
+	/* What is left there still overloads it: the next thief. */
+	struct ma_runqueue *victim = (d->flags & MA_D_OUTSIDE) ? ma_view_queue(d->guard_from) : NULL;
+	if (victim && ma_view_load_now(d->guard_from, ma_worker_self()) > ma_view_queue_vps(d->guard_from))
+		ma_wake_outside(victim);
+	return 1;
 }
 
 /* ---- waking ---- */
@@ -381,7 +398,7 @@ static int ma_exec_one(struct ma_view *v, const struct ma_decision *d)
 		return rq && ma_exec_burst(s, rq);
 	case MA_D_MOVE:
 		if (!rq)
-			return 0;
+			return !s->n.is_bubble && (d->flags & MA_D_UNSTRAY) && ma_exec_unstray(s);
 		return s->n.is_bubble ? ma_exec_move_bubble(s, rq) : ma_exec_move_task(s, rq, d->flags);
 	case MA_D_STEAL:
 		return rq && ma_exec_steal(s, d, rq);
@@ -396,9 +413,19 @@ static int ma_exec_one(struct ma_view *v, const struct ma_decision *d)
 
 struct ma_dresult ma_decisions_execute(struct ma_view *v, const struct ma_dlist *l)
 {
-	struct ma_dresult r = { 0, 0 };
+	struct ma_dresult r = { 0, 0, 0 };
+	/* What the decision before came to, for MA_D_ELSE and MA_D_THEN: an alternative
+	 * skipped because an earlier one was done counts as done, a consequence skipped
+	 * because its cause was not as not done. */
+	int before = 0;
 	for (unsigned i = 0; i < l->n; i++) {
-		if (v->rt && ma_exec_one(v, &l->d[i]))
+		const struct ma_decision *d = &l->d[i];
+		if (((d->flags & MA_D_ELSE) && before) || ((d->flags & MA_D_THEN) && !before)) {
+			r.skipped++;
+			continue;
+		}
+		before = v->rt && ma_exec_one(v, d);
+		if (before)
 			r.done++;
 		else
 			r.dropped++;

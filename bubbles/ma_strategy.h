@@ -69,6 +69,10 @@ struct ma_strategy {
 	 * old tick hook, with the heartbeat's bubble: ma_heartbeat_is) back once, that long
 	 * after: the clock a strategy watches time slices or starving queues with. */
 	unsigned long heartbeat_us;
+	/* decide_stray is called at one yield of a stray thread in this many (0 or 1: at
+	 * each), counted on the thread: its way home is looked at now and then, not at every
+	 * switch, and a view is built only then. */
+	unsigned stray_every;
 	/* Detail every view of its serialised decision hooks is built with (MA_VIEW_READY,
 	 * MA_VIEW_MEMORY, MA_VIEW_PLACED of ma_view.h; each costs locks or a walk), 0:
 	 * the counters and the subtree alone. A hook that needs more only now and then asks
@@ -176,10 +180,13 @@ struct ma_strategy {
 	 * queue; or any decision with MA_D_KIDS, "ask me again with the children items": the
 	 * dispatcher fills them in (ma_pick_view_kids: every VP below the queue is read, so a
 	 * hook asks only when it needs them) and calls the hook once more, which must then
-	 * answer. A MOVE to pv->item itself sends the bubble to the back of this queue (what
-	 * else waits here goes first; find_next looks again). Anything else (another entity,
-	 * a BURST elsewhere, a MOVE to no queue, another kind, MA_D_KIDS twice) is taken as
-	 * MA_D_SERVE.
+	 * answer. MA_D_LOAD asks the same way for the load around the bubble
+	 * (ma_pick_view_load: every VP and every queue below are read, the bubble and its
+	 * parent try-locked); both may be asked at once. A MOVE to pv->item itself sends the
+	 * bubble to the back of this queue (what else waits here goes first; find_next looks
+	 * again). A SERVE with MA_D_OUTSIDE also wakes a VP outside the queue, to come and
+	 * take the bubble whole. Anything else (another entity, a BURST elsewhere, a MOVE to
+	 * no queue, another kind, asking twice) is taken as MA_D_SERVE.
 	 * NULL: serve.
 	 */
 	struct ma_decision (*decide_pick)(const struct ma_pick_view *pv, const void *priv);

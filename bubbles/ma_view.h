@@ -229,6 +229,23 @@ struct ma_pick_kid {
 	unsigned long work;           /* ma_vitem_work's measure of its subtree */
 	unsigned char mine;           /* on the asking VP's path */
 };
+/* The load around a bubble find_next met, once asked for (MA_D_LOAD): what a strategy that
+ * keeps bubbles closed for thieves weighs before bursting one. */
+struct ma_pick_load {
+	unsigned nb_vps;              /* VPs that look at the queue */
+	unsigned long queued;         /* entities queued or incoming in the queue's subtree (the
+					 bubble itself included: a closed bubble counts one) */
+	unsigned long running;        /* threads running that belong to that subtree (as
+					 ma_vitem.running counts them), the bubble's own left out */
+	unsigned threads;             /* the bubble's threads, alive and started (as
+					 ma_vnode.nb_threads; a counted bubble: its count) */
+	unsigned char direct;         /* it holds threads itself, not only sub-bubbles */
+	unsigned char sibling;        /* a closed sibling of it (same parent) is placed in that
+					 subtree, or its parent could not be looked at now */
+	unsigned char busy;           /* the bubble itself could not be looked at now (its lock
+					 was held): threads and direct are 0 */
+};
+
 struct ma_pick_view {
 	const struct ma_topo *topo;
 	struct ma_vnode b;            /* the bubble (no parent, no children) */
@@ -240,6 +257,9 @@ struct ma_pick_view {
 	unsigned char has_kids;
 	unsigned nb_kids, max_kids;
 	struct ma_pick_kid *kids;
+	/* Once asked for (MA_D_LOAD): has_load is 1 and load filled in. */
+	unsigned char has_load;
+	struct ma_pick_load load;
 };
 
 /* Whether queue q of pick view pv is a VP's own queue (not an item's). */
@@ -267,7 +287,9 @@ enum ma_dkind {
 	MA_D_BURST,    /* burst the closed bubble on `item` (placed there first if needed) */
 	MA_D_MOVE,     /* move the entity (a placed closed bubble, or a thread scheduled on
 			  a queue) to `item` (pick: `item` may be where it waits, to the back
-			  of that queue: the others queued there go first) */
+			  of that queue: the others queued there go first). A thread's MOVE to
+			  no queue (-1) with MA_D_UNSTRAY, about the thread deciding (a stray
+			  hook's, not on a queue): only its mark is cleared */
 	MA_D_PLACE,    /* place a closed bubble on `item`; MA_D_NOQUEUE: do not queue it */
 	MA_D_STEAL,    /* take the entity waiting on `from_item` to `item`, if still there */
 	MA_D_GATHER,   /* regenerate an opened bubble (gather; resubmitted once closed) */
@@ -275,13 +297,22 @@ enum ma_dkind {
 	MA_D_WAKE,     /* wake an idle VP that looks at `item` (MA_D_OUTSIDE: that does not,
 			  the nearest first, to come and take `item`'s work) */
 };
+/* A pick's SERVE with MA_D_OUTSIDE also wakes a VP outside the queue met (as a WAKE with
+ * that flag), to come and take what waits there. */
 
 #define MA_D_NOQUEUE 1u   /* PLACE: scheduled there, not queued (burst before served) */
 #define MA_D_STRAY 2u     /* STEAL, MOVE of a thread: mark it stray */
 #define MA_D_UNSTRAY 4u   /* STEAL, MOVE of a thread: clear the mark */
 #define MA_D_GUARD 8u     /* STEAL: check the guard below with fresh loads */
-#define MA_D_OUTSIDE 16u  /* WAKE: a VP that does not look at `item` */
+#define MA_D_OUTSIDE 16u  /* WAKE: a VP that does not look at `item`; STEAL: once done, if
+			     guard_from's subtree still has more threads than VPs, wake a VP
+			     that does not look at it (the next thief comes for the rest) */
 #define MA_D_KIDS 32u     /* pick: no answer yet; ask again with the children items */
+#define MA_D_LOAD 64u     /* pick: no answer yet; ask again with the load (ma_pick_load) */
+#define MA_D_ELSE 128u    /* carried out only if the decision before it was not: a chain
+			     of alternatives, the first that can be done is (one skipped
+			     because an earlier one was done counts as done) */
+#define MA_D_THEN 256u    /* carried out only if the decision before it was */
 
 struct ma_decision {
 	enum ma_dkind kind;

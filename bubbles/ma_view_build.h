@@ -71,6 +71,10 @@ unsigned ma_view_nb_nodes(const struct ma_view *v) MA_HIDDEN;
  */
 void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq,
 		       struct ma_bubble *b) MA_HIDDEN;
+/* Fills in pick view pv's load around b (ma_pick_load), rq locked by the caller: every VP
+ * and every queue of rq's subtree read without locks, b and its parent only try-locked
+ * (met out of order). */
+void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, struct ma_bubble *b) MA_HIDDEN;
 /* Fills in pick view pv's children items of rq (ma_rq_subtree_load's measure), at most
  * pv->max_kids of them; rq locked by the caller. */
 void ma_pick_view_kids(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq) MA_HIDDEN;
@@ -126,6 +130,8 @@ struct ma_dresult {
 	unsigned done;                    /* decisions carried out */
 	unsigned dropped;                 /* not carried out: stale, refused by their guard,
 					     malformed, or SERVE (pick only) */
+	unsigned skipped;                 /* not tried: MA_D_ELSE after one done, MA_D_THEN
+					     after one not done */
 };
 
 /*

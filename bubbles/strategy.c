@@ -703,8 +703,13 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 		u->s->stray(w, t);
 		return;
 	}
-	if (u && u->s->decide_stray && ma_decide_concurrent(u, w, t, u->s->decide_stray) >= 0)
-		return;
+	if (u && u->s->decide_stray) {
+		/* Only one yield in stray_every looks at the way home; the others cost a count. */
+		if (u->s->stray_every > 1 && ++t->stray_yields % u->s->stray_every)
+			return;
+		if (ma_decide_concurrent(u, w, t, u->s->decide_stray) >= 0)
+			return;
+	}
 	atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
 }
 
@@ -720,15 +725,24 @@ enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_w
 	}
 	ma_pick_view_fill(pv, w, rq, b);
 	struct ma_decision d = u->s->decide_pick(pv, priv);
-	/* Asked for the children items: once. */
-	if (d.flags & MA_D_KIDS) {
-		ma_pick_view_kids(pv, w, rq);
+	/* Asked for the children items or the load (or both): once. */
+	if (d.flags & (MA_D_KIDS | MA_D_LOAD)) {
+		if (d.flags & MA_D_KIDS)
+			ma_pick_view_kids(pv, w, rq);
+		if (d.flags & MA_D_LOAD)
+			ma_pick_view_load(pv, rq, b);
 		d = u->s->decide_pick(pv, priv);
 	}
 	if (u->s->priv_size)
 		ma_hook_leave(w->vp);
-	if (d.entity != pv->b.id || (d.flags & MA_D_KIDS))
+	if (d.entity != pv->b.id || (d.flags & (MA_D_KIDS | MA_D_LOAD)))
 		return MA_PICK_SERVE;
+	/* Served here, and a VP elsewhere comes to take it whole: ma_wake_outside takes no
+	 * lock (rq is held). */
+	if (d.kind == MA_D_SERVE && (d.flags & MA_D_OUTSIDE)) {
+		ma_wake_outside(rq);
+		return MA_PICK_SERVE;
+	}
 	if (d.kind == MA_D_BURST && d.item == pv->item)
 		return MA_PICK_BURST;
 	if (d.kind == MA_D_MOVE) {

@@ -1188,6 +1188,104 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 			       : (double)(pv->b.nb_threads > pv->b.nb_cached ? pv->b.nb_threads : pv->b.nb_cached);
 	pv->has_kids = 0;
 	pv->nb_kids = 0;
+	pv->has_load = 0;
+}
+
+/* Whether VP v looks at rq (rq is on its path). */
+static int ma_rq_seen_by(const struct ma_runqueue *rq, unsigned v)
+{
+	if (rq->vp >= 0)
+		return (unsigned)rq->vp == v;
+	return v < ma_rt.nb_vps && ma_path_index(&ma_rt.workers[v], rq) >= 0;
+}
+
+/* Entities queued or incoming on the queues of item l's subtree that have VPs. */
+static unsigned long ma_item_queued(const struct ma_level *l)
+{
+	if (!l->nb_vps)
+		return 0;
+	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
+	unsigned long n = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
+	for (unsigned i = 0; i < l->arity; i++)
+		n += ma_item_queued(l->children[i]);
+	return n;
+}
+
+/* Running threads that belong below rq (ma_vitem.running's rule: where they are
+ * scheduled, or, belonging to no queue, on every queue their VP looks at), those of
+ * bubble `except` left out. */
+static unsigned long ma_rq_running(const struct ma_runqueue *rq, const struct ma_bubble *except)
+{
+	unsigned long n = 0;
+	struct ma_worker *est = ma_estimate_begin();
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
+		const struct marcel_task *t = ma_vp_thread(&ma_rt.workers[v]);
+		if (!t || __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED) == &except->hold)
+			continue;
+		const struct ma_runqueue *q = ma_task_queue(t);
+		n += q ? ma_rq_within(q, rq) : ma_rq_seen_by(rq, (unsigned)v);
+	}
+	ma_estimate_end(est);
+	return n;
+}
+
+/* Whether a closed sibling of b is placed in rq's subtree. A placed bubble is off the
+ * queues while all its threads run or are being switched to, so the queues alone would
+ * let two bubbles woken together burst on one item before a thief can take either. The
+ * parent is met out of order (rq is held): only try-locked; busy, it counts as a yes. */
+static int ma_sibling_below(struct ma_bubble *b, const struct ma_runqueue *rq)
+{
+	struct ma_bubble *p = ma_entity_parent(&b->e);
+	if (!p || p == ma_root_bubble)
+		return 0;
+	if (!ma_spin_trylock(&p->hold.lock))
+		return 1;
+	int found = 0;
+	ma_list_for_each_entry(struct ma_entity, m, &p->members, member_node) {
+		if (m == &b->e || m->type != MA_BUBBLE_ENTITY)
+			continue;
+		struct ma_bubble *sb = ma_bubble_of_entity(m);
+		struct ma_holder *h = __atomic_load_n(&sb->e.sched_holder, __ATOMIC_ACQUIRE);
+		if (h && h->type == MA_RUNQUEUE_HOLDER && atomic_load(&sb->status) == MA_BUBBLE_CLOSED &&
+		    ma_rq_within(ma_rq_of_holder(h), rq)) {
+			found = 1;
+			break;
+		}
+	}
+	ma_spin_unlock(&p->hold.lock);
+	return found;
+}
+
+void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, struct ma_bubble *b)
+{
+	struct ma_pick_load *x = &pv->load;
+	pv->has_load = 1;
+	*x = (struct ma_pick_load){ .nb_vps = rq->vp >= 0 ? 1 : rq->level->nb_vps };
+	x->queued = rq->vp >= 0 ? 0 : ma_item_queued(rq->level);
+	unsigned lo, hi;
+	ma_rq_vp_range(rq, &lo, &hi);
+	for (unsigned v = lo; v < hi; v++)
+		if (ma_rq_seen_by(rq, v)) {
+			const struct ma_runqueue *q = &ma_rt.workers[v].rq;
+			x->queued += __atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) +
+				     (unsigned long)atomic_load_explicit(&q->nr_incoming, memory_order_relaxed);
+		}
+	x->running = ma_rq_running(rq, b);
+	/* Queued on rq, which the caller holds, b cannot go; met out of order, it is only
+	 * try-locked. */
+	if (ma_spin_trylock(&b->hold.lock)) {
+		ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node)
+			if (m->type == MA_TASK_ENTITY) {
+				x->direct = 1;
+				break;
+			}
+		x->threads = x->direct ? ma_bubble_threads_locked(b) : 0;
+		ma_spin_unlock(&b->hold.lock);
+	} else {
+		x->busy = 1;
+	}
+	x->sibling = (unsigned char)ma_sibling_below(b, rq);
 }
 
 void ma_pick_view_kids(struct ma_pick_view *pv, const struct ma_worker *w, const struct ma_runqueue *rq)

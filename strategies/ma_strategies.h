@@ -1,6 +1,6 @@
 /*
- * What every file of strategies/ shares: the ops table type (bubbles/ma_strategy.h), the
- * seven tables and the registry that lists them, and the helpers of common.c.
+ * What every file of strategies/ shares: the ops table type (bubbles/ma_strategy.h), and
+ * the seven tables and the registry that lists them.
  */
 #ifndef MA_STRATEGIES_H
 #define MA_STRATEGIES_H
@@ -26,12 +26,5 @@ void ma_strategies_stop(void) MA_HIDDEN;
  * the accepted names in words. */
 int ma_strategy_name_ok(const char *name) MA_HIDDEN;
 const char *ma_strategy_names(void) MA_HIDDEN;
-
-/* ---- helpers shared by strategies (strategies/common.c) ---- */
-/* The run queue of the item covering VP w's path at sched level `kind` (a kind bit), as
- * documented for marcel_entity_setschedlevel; NULL if kind is 0. */
-struct ma_runqueue *ma_strategy_level_rq(const struct ma_worker *w, int kind) MA_HIDDEN;
-/* Children item queues of rq that have VPs, in index order (returns the count). */
-unsigned ma_rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max) MA_HIDDEN;
 
 #endif

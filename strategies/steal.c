@@ -28,137 +28,124 @@
  * place where work has waited since the previous beat; a VP that stole wakes the next,
  * while there is more to take. Single threads are only taken from such places: bubbles
  * move as soon as they wait, threads once they have waited a beat.
+ *
+ * It decides on views alone (bubbles/ma_view.h). An idle VP's candidates, in the order
+ * above, are one chain of alternatives (MA_D_ELSE): the executor carries out the first it
+ * can. A single thread's theft carries its guard (MA_D_GUARD): both sides are measured
+ * again right before it, as a theft decided on figures the kernel kept waiting for
+ * milliseconds separated bubbles for good (doc/design.md, "steal: strays go home"). The
+ * starving times live in the private block, written by the heartbeat and read by the
+ * idle VPs. Its decisions are unit-tested without the runtime (tests/check_strategies.c).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
-#include "common_steal.h"
-#include "ma_trace.h"
-
-/* Children of one item the idle walk looks at (wider items are rare; the rest wait). */
-#define MA_STEAL_MAXKIDS 256
+#include "ma_strategies.h"
+#include "ma_view.h"
 
 #define MA_STEAL_TICK_US 1000
-
-/* Per queue (items, then VPs), since when the heartbeat has seen it hold work that none
- * of its VPs is free to take (0: it has not). Static: a late hook may still read it. */
+/* Strays look at their way home every this many yields. */
+#define MA_STEAL_STRAY_EVERY 16
+/* Queues whose starving time is kept (by queue number); work waiting on the others is
+ * taken whole only. */
 #define MA_STEAL_MAXQ 4096
-static _Atomic uint64_t ma_steal_starving[MA_STEAL_MAXQ];
 
-static unsigned ma_steal_qindex(const struct ma_runqueue *q)
-{
-	return q->vp >= 0 ? ma_rt.topo.nb_levels + (unsigned)q->vp : q->level->id;
-}
+struct ma_steal_priv {
+	/* Per queue, since when the heartbeat has seen it hold work that none of its VPs is
+	 * free to take (0: it has not). The heartbeat writes it, idle VPs read it. */
+	_Atomic uint64_t starving[MA_STEAL_MAXQ];
+};
 
-/* Whether single threads may be taken from q: its work has waited since at least the
- * previous heartbeat. A transient (a thread between two VPs, a bubble moving) lasts
+/* Whether single threads may be taken from queue q: its work has waited since at least
+ * the previous heartbeat. A transient (a thread between two VPs, a bubble moving) lasts
  * microseconds; a thread taken during one would separate it from its bubble for good. */
-static int ma_steal_starved(const struct ma_runqueue *q)
+static int ma_steal_starved(const struct ma_view *v, const struct ma_steal_priv *p, int q)
 {
-	unsigned i = ma_steal_qindex(q);
-	uint64_t since = i < MA_STEAL_MAXQ ? atomic_load_explicit(&ma_steal_starving[i], memory_order_relaxed) : 0;
-	return since && ma_clock_ns() - since >= MA_STEAL_TICK_US * 500u;
+	uint64_t since = q < MA_STEAL_MAXQ ? atomic_load_explicit(&p->starving[q], memory_order_relaxed) : 0;
+	return since && v->now_ns - since >= MA_STEAL_TICK_US * 500u;
 }
 
-static struct ma_runqueue *ma_steal_home(struct ma_bubble *b)
+static void ma_steal_push(struct ma_dlist *out, struct ma_decision d)
 {
-	int last = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
-	if (last >= 0 && (unsigned)last < ma_rt.topo.nb_levels)
-		return &ma_rt.rqs[last];
-	int level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED);
-	struct ma_worker *w = ma_worker_self();
-	if (w && level)
-		return ma_strategy_level_rq(w, level);
-	return &ma_rt.rqs[0];
+	(void)ma_dlist_push(out, &d);
 }
 
-static void ma_steal_submit(struct ma_bubble *b)
+/* Whether some VP runs a thread: only then can work appear that nobody sees. */
+static int ma_steal_anyone_busy(const struct ma_view *v)
 {
-	/* Read before it is placed: once queued, a VP may burst it at once. */
-	struct ma_runqueue *rq = ma_steal_home(b);
-	ma_spin_lock(&b->hold.lock);
-	long long n = ma_bubble_threads_locked(b);
-	ma_spin_unlock(&b->hold.lock);
-	ma_bubble_place(b, rq);
-	/* b counts once in the queue's load; its other threads come on top. */
-	if ((long long)ma_sl_load(rq, NULL) + n - 1 > (long long)ma_sl_nb_vps(rq))
-		ma_wake_outside(rq);
-	ma_heartbeat_arm();
+	return v->items[0].sub_busy != 0;
 }
 
-/* Whether a closed sibling of b is placed in rq's subtree. A placed bubble is off the
- * queues while all its threads run or are being switched to, so the queues alone would
- * let two bubbles woken together burst on one node before a thief can take either. The
- * parent is met out of order (we hold rq): only try-locked; busy, it counts as a yes. */
-static int ma_steal_sibling_here(struct ma_bubble *b, struct ma_runqueue *rq)
+/* ---- where a bubble goes, and whether it bursts ---- */
+
+static void ma_steal_submit(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	struct ma_bubble *p = ma_entity_parent(&b->e);
-	if (!p || p == ma_root_bubble)
-		return 0;
-	if (!ma_spin_trylock(&p->hold.lock))
-		return 1;
-	int found = 0;
-	for (struct ma_list *l = p->members.next; l != &p->members && !found; l = l->next) {
-		struct ma_entity *m = ma_container_of(l, struct ma_entity, member_node);
-		if (m == &b->e || m->type != MA_BUBBLE_ENTITY)
-			continue;
-		struct ma_bubble *sb = ma_bubble_of_entity(m);
-		struct ma_holder *h = __atomic_load_n(&sb->e.sched_holder, __ATOMIC_ACQUIRE);
-		found = h && h->type == MA_RUNQUEUE_HOLDER && atomic_load(&sb->status) == MA_BUBBLE_CLOSED &&
-			ma_sl_within(ma_rq_of_holder(h), rq);
-	}
-	ma_spin_unlock(&p->hold.lock);
-	return found;
+	(void)priv;
+	const struct ma_vnode *b = v->root;
+	int home = 0;
+	if (b->last_item >= 0 && (unsigned)b->last_item < v->nb_items)
+		home = b->last_item;
+	else if (b->sched_level && v->self_vp >= 0)
+		home = ma_topo_path_item(v->topo, (unsigned)v->self_vp, (unsigned)b->sched_level);
+	(void)ma_dlist_add(out, MA_D_PLACE, b->id, home);
+	/* b counts once in the queue's load; its other threads come on top: too many, and a
+	 * VP elsewhere comes to take it whole. */
+	const struct ma_vitem *q = &v->items[home];
+	if ((long long)ma_vitem_load(q) + b->nb_threads > (long long)q->nb_vps)
+		ma_steal_push(out, (struct ma_decision){ .kind = MA_D_WAKE, .item = home,
+							 .flags = MA_D_OUTSIDE | MA_D_THEN });
+	out->beat = 1;
 }
 
-static enum ma_pick ma_steal_sched(struct ma_worker *w, struct ma_runqueue *rq, struct ma_bubble *b,
-				   struct ma_runqueue **to)
+static struct ma_decision ma_steal_pick(const struct ma_pick_view *pv, const void *priv)
 {
-	(void)w, (void)to;
+	(void)priv;
+	struct ma_decision d = { .kind = MA_D_SERVE, .entity = pv->b.id, .item = pv->item };
 	/* On a VP's own queue it runs there anyway; closed, thieves can take it whole. */
-	if (rq->vp >= 0)
-		return MA_PICK_SERVE;
-	/* Read only: the bubble is met out of order, so only try-locked. */
-	if (!ma_spin_trylock(&b->hold.lock))
-		return MA_PICK_SERVE;
-	int threads = 0;
-	for (struct ma_list *l = b->members.next; l != &b->members && !threads; l = l->next)
-		threads = ma_container_of(l, struct ma_entity, member_node)->type == MA_TASK_ENTITY;
-	long long n = threads ? ma_bubble_threads_locked(b) : 0;
-	ma_spin_unlock(&b->hold.lock);
+	if (ma_pick_on_vp(pv))
+		return d;
+	if (!pv->has_load) {
+		d.flags = MA_D_LOAD;
+		return d;
+	}
+	const struct ma_pick_load *x = &pv->load;
+	/* Busy: looked at again next time. */
+	if (x->busy)
+		return d;
 	/* Only sub-bubbles: bursting exposes them, still closed, to thieves. */
-	if (!threads)
-		return MA_PICK_BURST;
-	long long vps = ma_sl_nb_vps(rq), queued = (long long)ma_sl_queued(rq);
-	long long others = (long long)ma_sl_running(rq, NULL, b) + queued - 1;
-	/* Alone: burst if its threads fit beside what runs here, or if they could fit in
-	 * no subtree of this size anyway (thieves then take them one by one). Otherwise
-	 * stay closed, so that a thief can take it whole. */
-	if (queued <= 1 && !ma_steal_sibling_here(b, rq) && (n + others <= vps || n > vps))
-		return MA_PICK_BURST;
+	if (!x->direct) {
+		d.kind = MA_D_BURST;
+		return d;
+	}
+	long long n = x->threads, vps = x->nb_vps, queued = (long long)x->queued;
+	long long others = (long long)x->running + queued - 1;
+	/* Alone: burst if its threads fit beside what runs here, or if they could fit in no
+	 * subtree of this size anyway (thieves then take them one by one). Otherwise stay
+	 * closed, so that a thief can take it whole. */
+	if (queued <= 1 && !x->sibling && (n + others <= vps || n > vps)) {
+		d.kind = MA_D_BURST;
+		return d;
+	}
 	if (n + others > vps)
-		ma_wake_outside(rq);
-	return MA_PICK_SERVE;
+		d.flags = MA_D_OUTSIDE;
+	return d;
 }
 
 /* ---- idle VPs ---- */
 
-/* Whether some VP runs a thread: only then can work appear that nobody sees. */
-static int ma_steal_anyone_busy(void)
+/* What taking a thread whose bubble burst on `home` does, seen from a thief whose side is
+ * `mine` stealing from subtree `victim`: HOMING brings it back beside its bubble's other
+ * threads, BOUND separates it from them, LOOSE (main, a thread of no bubble, or of one
+ * opened elsewhere) makes no difference. */
+enum ma_steal_kin { MA_STEAL_HOMING, MA_STEAL_LOOSE, MA_STEAL_BOUND };
+
+static enum ma_steal_kin ma_steal_kin_of(const struct ma_view *v, int home, int mine, int victim)
 {
-	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
-		const struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[v].current, __ATOMIC_RELAXED);
-		if (cur && cur != &ma_rt.workers[v].idle)
-			return 1;
-	}
-	return 0;
+	if (home >= 0 && ma_view_within(v, home, mine))
+		return MA_STEAL_HOMING;
+	return home >= 0 && ma_view_within(v, home, victim) ? MA_STEAL_BOUND : MA_STEAL_LOOSE;
 }
 
-/* An idle VP that found nothing keeps the heartbeat going while others work. */
-static void ma_steal_clock_maybe(void)
-{
-	if (ma_steal_anyone_busy())
-		ma_heartbeat_arm();
-}
-
+/* The figures a theft is weighed on: both sides, and their VPs. */
 struct ma_steal_cmp {
 	long long mine, mine_vps, victim, victim_vps;
 };
@@ -166,173 +153,185 @@ struct ma_steal_cmp {
 /* Only from a victim with more threads than VPs (otherwise what waits there is about to
  * run there: a thread that just moved, a VP between two threads), and never so much that
  * we end above the victim per VP (it could take it back at once). */
-static int ma_steal_accept(unsigned threads, unsigned visible, void *arg)
+static int ma_steal_accept(const struct ma_steal_cmp *c, long long x)
 {
-	const struct ma_steal_cmp *c = arg;
-	(void)visible;
-	long long x = threads;
 	return c->victim > c->victim_vps && (c->mine + x) * c->victim_vps <= (c->victim - x) * c->mine_vps;
 }
 
-/* Tries to take work from subtree S for worker w, whose side at that level is `mine`. */
-static int ma_steal_from(struct ma_worker *w, struct ma_runqueue *mine, struct ma_runqueue *S,
-			 struct ma_steal_cmp *c)
+/* Appends the next alternative of the list's chain (the first starts it). */
+static void ma_steal_alt(struct ma_dlist *out, int *chained, struct ma_decision d)
 {
-	unsigned max = ma_rt.topo.nb_levels + ma_rt.nb_vps;
-	struct ma_runqueue **qs = malloc(max * sizeof(*qs));
-	if (!qs)
-		return 0;
-	unsigned n = ma_sl_queues(S, qs, max);
-	int got = 0;
-	/* Whole bubbles first: they keep their threads together on our side. */
-	for (unsigned i = 0; i < n && !got; i++)
-		got = ma_sl_take_bubble(qs[i], mine, ma_steal_accept, c);
-	/* Then single threads: first those whose bubble burst on our side (they go back to
-	 * it), then those no bubble misses, and only then one taken from beside its bubble's
-	 * other threads. Each try measures both sides again just before: another thief may
-	 * have brought work to our side, and the kernel may have kept this VP off its
-	 * processor since the walk (then its figures are stale by milliseconds). */
-	for (int kin = MA_SL_HOMING; kin <= MA_SL_BOUND && !got; kin++)
-		for (unsigned i = 0; i < n && !got; i++) {
-			if (!__atomic_load_n(&qs[i]->nr_ready, __ATOMIC_RELAXED) || !ma_steal_starved(qs[i]))
-				continue;
-			c->mine = (long long)ma_sl_load_exact(mine, w);
-			c->victim = (long long)ma_sl_load_exact(S, w);
-			got = ma_sl_take_thread(qs[i], &w->rq, mine, S, (enum ma_sl_kin)kin, ma_steal_accept, c);
-		}
-	free(qs);
-	return got;
+	if (*chained)
+		d.flags |= MA_D_ELSE;
+	*chained = 1;
+	ma_steal_push(out, d);
 }
 
-static int ma_steal_vp_idle(struct ma_worker *w)
+/* The candidates of subtree S for the VP whose side at that level is `mine`: whole
+ * bubbles first (they keep their threads together on our side), then single threads,
+ * first those whose bubble burst on our side (they go back to it), then those no bubble
+ * misses, and only then one taken from beside its bubble's other threads. */
+static void ma_steal_from(const struct ma_view *v, const struct ma_steal_priv *p, int mine, int S,
+			  const struct ma_steal_cmp *c, struct ma_dlist *out, int *chained)
 {
-	struct ma_runqueue *kids[MA_STEAL_MAXKIDS];
-	for (unsigned i = 1; i < w->path_len; i++) {
-		struct ma_runqueue *A = w->path[i], *mine = w->path[i - 1];
-		unsigned n = ma_sl_kids(A, kids, MA_STEAL_MAXKIDS);
-		struct ma_steal_cmp c = { .mine = (long long)ma_sl_load_exact(mine, w),
-					  .mine_vps = ma_sl_nb_vps(mine) };
-		long long loads[MA_STEAL_MAXKIDS];
-		for (unsigned k = 0; k < n; k++)
-			loads[k] = kids[k] == mine ? -1 : (long long)ma_sl_load_exact(kids[k], w);
-		/* Most loaded sibling first (per VP); stop at those not above us. */
+	int vpq = ma_view_vp_queue(v, (unsigned)v->self_vp);
+	for (unsigned i = 0; i < v->nb_waiting; i++) {
+		const struct ma_vnode *e = v->waiting[i];
+		if (!e->is_bubble || !ma_view_within(v, e->queued_item, S))
+			continue;
+		long long x = e->nb_threads > e->nb_cached ? e->nb_threads : e->nb_cached;
+		if (e->status != MA_V_CLOSED || e->fixed_item >= 0 || !e->nb_cached || !ma_steal_accept(c, x))
+			continue;
+		ma_steal_alt(out, chained, (struct ma_decision){ .kind = MA_D_STEAL, .entity = e->id, .item = mine,
+								  .from_item = e->queued_item,
+								  .flags = MA_D_OUTSIDE, .guard_from = S });
+	}
+	/* Each thread's theft measures both sides again just before (the guard): another
+	 * thief may have brought work to our side, and the kernel may have kept this VP off
+	 * its processor since the view (then its figures are stale by milliseconds). */
+	for (int kin = MA_STEAL_HOMING; kin <= MA_STEAL_BOUND; kin++)
+		for (unsigned i = 0; i < v->nb_waiting; i++) {
+			const struct ma_vnode *e = v->waiting[i];
+			if (e->is_bubble || e->pinned || e->suspended || !ma_view_within(v, e->queued_item, S) ||
+			    !ma_steal_starved(v, p, e->queued_item) || (int)ma_steal_kin_of(v, e->home, mine, S) != kin)
+				continue;
+			/* Home beside its bubble's threads, if we look at that queue. */
+			int dest = kin == MA_STEAL_HOMING && ma_view_within(v, vpq, e->home) ? e->home : vpq;
+			unsigned mark = kin == MA_STEAL_BOUND ? MA_D_STRAY : kin == MA_STEAL_HOMING ? MA_D_UNSTRAY : 0;
+			ma_steal_alt(out, chained, (struct ma_decision){ .kind = MA_D_STEAL, .entity = e->id, .item = dest,
+									  .from_item = e->queued_item,
+									  .flags = MA_D_GUARD | MA_D_OUTSIDE | mark,
+									  .guard_from = S, .guard_to = mine });
+		}
+}
+
+static void ma_steal_vp_idle(const struct ma_view *v, const void *priv, struct ma_dlist *out)
+{
+	const struct ma_steal_priv *p = priv;
+	if (v->self_vp < 0)
+		return;
+	unsigned nq = v->nb_items + v->nb_vps;
+	int chained = 0;
+	for (int mine = ma_view_vp_queue(v, (unsigned)v->self_vp), A = v->items[mine].parent; A >= 0;
+	     mine = A, A = v->items[A].parent) {
+		struct ma_steal_cmp c = { .mine = (long long)ma_vitem_load_exact(&v->items[mine]),
+					  .mine_vps = v->items[mine].nb_vps };
+		/* The sibling subtrees, most loaded per VP first; none that is not above us. */
+		unsigned char *tried = NULL;
 		for (;;) {
 			int best = -1;
-			for (unsigned k = 0; k < n; k++)
-				if (loads[k] >= 0 &&
-				    (best < 0 || loads[k] * (long long)ma_sl_nb_vps(kids[best]) >
-							 loads[best] * (long long)ma_sl_nb_vps(kids[k])))
-					best = (int)k;
+			for (unsigned q = 0; q < nq; q++) {
+				const struct ma_vitem *x = &v->items[q];
+				if (x->parent != A || (int)q == mine || !x->nb_vps || (tried && tried[q]))
+					continue;
+				if (best < 0 || (long long)ma_vitem_load_exact(x) * v->items[best].nb_vps >
+							(long long)ma_vitem_load_exact(&v->items[best]) * x->nb_vps)
+					best = (int)q;
+			}
 			if (best < 0)
 				break;
-			struct ma_runqueue *S = kids[best];
-			c.victim = loads[best];
-			c.victim_vps = ma_sl_nb_vps(S);
-			loads[best] = -1;
+			if (!tried && !(tried = calloc(nq, 1)))
+				break;
+			tried[best] = 1;
+			const struct ma_vitem *S = &v->items[best];
+			c.victim = (long long)ma_vitem_load_exact(S);
+			c.victim_vps = S->nb_vps;
 			if (c.victim * c.mine_vps <= c.mine * c.victim_vps)
 				break;
-			if (ma_steal_from(w, mine, S, &c)) {
-				/* Chain: the next idle VP comes for what is left. */
-				if (ma_sl_load(S, NULL) > ma_sl_nb_vps(S))
-					ma_wake_outside(S);
-				return 1;
-			}
+			/* Each theft, once done, wakes the next idle VP for what is left
+			 * (MA_D_OUTSIDE). */
+			ma_steal_from(v, p, mine, best, &c, out, &chained);
 		}
+		free(tried);
 	}
-	ma_steal_clock_maybe();
-	return 0;
+	/* An idle VP keeps the heartbeat going while others work. */
+	out->beat = ma_steal_anyone_busy(v);
 }
 
-/* Strays look at their way home every this many yields. */
-#define MA_STEAL_STRAY_EVERY 16
-
-/* A thread taken from beside its bubble's other threads (a BOUND steal) goes back to its
+/* A thread taken from beside its bubble's other threads (a BOUND theft) goes back to its
  * bubble's queue at a yield, once a VP is free there or that side would be no busier
  * per VP than the one it runs on is now: one thread of slack, so that two threads stolen
  * crosswise (each side full with the other's) swap back. Without this, a bubble whose
  * threads were spread while its side was overloaded stays spread once the load is gone,
  * and a theft made on stale figures (a VP the kernel kept off its processor) separates
  * it for good: nothing else moves a thread that always finds a VP. */
-static void ma_steal_stray(struct ma_worker *w, struct marcel_task *t)
+static void ma_steal_stray(const struct ma_view *v, const void *priv, struct ma_dlist *out)
 {
-	if (++t->stray_yields % MA_STEAL_STRAY_EVERY)
-		return;
-	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
-	struct ma_runqueue *home = ma_sl_bubble_home(&t->e);
-	/* Gathered into a bubble, its bubble closed or gone, or already on its side. */
-	if (!h || h->type != MA_RUNQUEUE_HOLDER || !home || ma_path_index(w, home) >= 0) {
-		atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+	(void)priv;
+	const struct ma_vnode *t = v->root;
+	int home = t->home;
+	/* Gathered into a bubble, its bubble closed or gone, or already on its side: no
+	 * stray any more (a MOVE to where it is only clears the mark). */
+	if (t->item < 0 || home < 0 || v->self_vp < 0 || ma_view_sees(v, home, (unsigned)v->self_vp)) {
+		ma_steal_push(out, (struct ma_decision){ .kind = MA_D_MOVE, .entity = t->id, .item = t->item,
+							 .flags = MA_D_UNSTRAY });
 		return;
 	}
 	/* The two sides: the children, on our path and on home's, of the lowest queue of our
 	 * path that home lies under (the machine's at worst). */
-	unsigned i = 1;
-	while (i < w->path_len && !ma_sl_within(home, w->path[i]))
-		i++;
-	if (i >= w->path_len)
+	int here = ma_view_vp_queue(v, (unsigned)v->self_vp), P = v->items[here].parent;
+	while (P >= 0 && !ma_view_within(v, home, P)) {
+		here = P;
+		P = v->items[P].parent;
+	}
+	if (P < 0)
 		return;
-	struct ma_runqueue *here = w->path[i - 1], *there = home;
-	while (there->father && there->father != w->path[i])
-		there = there->father;
+	int there = home;
+	while (v->items[there].parent != P)
+		there = v->items[there].parent;
 	/* Moved meanwhile (the move takes it elsewhere at this yield anyway). */
-	if (!ma_sl_within(ma_rq_of_holder(h), here))
+	if (!ma_view_within(v, t->item, here))
 		return;
-	long long lh = (long long)ma_sl_load(here, NULL), lt = (long long)ma_sl_load(there, NULL);
-	long long vh = ma_sl_nb_vps(here), vt = ma_sl_nb_vps(there);
+	long long lh = (long long)ma_vitem_load(&v->items[here]), lt = (long long)ma_vitem_load(&v->items[there]);
+	long long vh = v->items[here].nb_vps, vt = v->items[there].nb_vps;
 	if (lt + 1 > vt && (lt + 1) * vh > lh * vt)
 		return;
-	atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
-	ma_entity_move_to_holder(&t->e, &home->hold);
+	ma_steal_push(out, (struct ma_decision){ .kind = MA_D_MOVE, .entity = t->id, .item = home,
+						 .flags = MA_D_UNSTRAY });
 }
 
-static void ma_steal_heartbeat(void)
+/* ---- the heartbeat ---- */
+
+/* Work queued where no VP is free: once it has waited a beat, wake a thief for it, the
+ * nearest first (one wake-up per beat: the first that can be done). */
+static void ma_steal_heartbeat(const struct ma_view *v, struct ma_steal_priv *p, struct ma_dlist *out)
 {
-	/* Work queued where no VP is free: once it has waited a tick, wake a thief for it,
-	 * nearest first. */
-	uint64_t now = ma_clock_ns();
-	int kicked = 0;
-	for (unsigned i = 0; i < ma_rt.topo.nb_levels + ma_rt.nb_vps && i < MA_STEAL_MAXQ; i++) {
-		struct ma_runqueue *q = i < ma_rt.topo.nb_levels ? &ma_rt.rqs[i]
-							       : &ma_rt.workers[i - ma_rt.topo.nb_levels].rq;
-		int starving = __atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) && ma_sl_nb_vps(q) && !ma_sl_has_idle(q);
-		uint64_t since = atomic_load_explicit(&ma_steal_starving[i], memory_order_relaxed);
+	int chained = 0;
+	for (unsigned q = 0; q < v->nb_items + v->nb_vps && q < MA_STEAL_MAXQ; q++) {
+		const struct ma_vitem *x = &v->items[q];
+		int starving = x->queued && x->nb_vps && !x->idle_vps;
+		uint64_t since = atomic_load_explicit(&p->starving[q], memory_order_relaxed);
 		if (!starving)
 			since = 0;
 		else if (!since)
-			since = now;
-		else if (!kicked)
-			kicked = ma_wake_outside(q);
-		atomic_store_explicit(&ma_steal_starving[i], since, memory_order_relaxed);
+			since = v->now_ns;
+		else
+			ma_steal_alt(out, &chained, (struct ma_decision){ .kind = MA_D_WAKE, .item = (int)q,
+									  .flags = MA_D_OUTSIDE });
+		atomic_store_explicit(&p->starving[q], since, memory_order_relaxed);
 	}
-	if (ma_steal_anyone_busy())
-		ma_heartbeat_arm();
+	out->beat = ma_steal_anyone_busy(v);
 }
 
-static void ma_steal_tick(struct ma_bubble *b)
+static void ma_steal_tick(const struct ma_view *v, void *priv, struct ma_dlist *out)
 {
-	if (ma_heartbeat_is(b))
-		ma_steal_heartbeat();
+	if (!v->root)
+		ma_steal_heartbeat(v, priv, out);
 	else
-		ma_bubble_regenerate(b);
-}
-
-static int ma_steal_init(void)
-{
-	for (unsigned i = 0; i < MA_STEAL_MAXQ; i++)
-		atomic_store_explicit(&ma_steal_starving[i], 0, memory_order_relaxed);
-	return 0;
+		(void)ma_dlist_add(out, MA_D_GATHER, v->root->id, -1);
 }
 
 const struct ma_strategy ma_strategy_steal = {
 	.name = "steal",
 	.description = "bubbles start closed where they are woken; "
 		       "idle VPs steal whole bubbles from the nearest loaded subtree first",
-	.init = ma_steal_init,
-	.submit = ma_steal_submit,
-	.tick = ma_steal_tick,
-	.vp_is_idle = ma_steal_vp_idle,
-	.stray = ma_steal_stray,
-	.sched = ma_steal_sched,
+	.priv_size = sizeof(struct ma_steal_priv),
+	.decide_submit = ma_steal_submit,
+	.decide_tick = ma_steal_tick,
+	.decide_vp_idle = ma_steal_vp_idle,
+	.decide_pick = ma_steal_pick,
+	.decide_stray = ma_steal_stray,
 	.private_levels = 1,
 	.heartbeat_us = MA_STEAL_TICK_US,
+	.stray_every = MA_STEAL_STRAY_EVERY,
 };

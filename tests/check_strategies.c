@@ -1404,6 +1404,339 @@ START_TEST(gang_start)
 }
 END_TEST
 
+/* ---- steal ---- */
+
+START_TEST(steal_table)
+{
+	const struct ma_strategy *s = &ma_strategy_steal;
+	ck_assert_str_eq(s->name, "steal");
+	ck_assert_ptr_nonnull(s->decide_submit);
+	ck_assert_ptr_nonnull(s->decide_tick);
+	ck_assert_ptr_nonnull(s->decide_vp_idle);
+	ck_assert_ptr_nonnull(s->decide_pick);
+	ck_assert_ptr_nonnull(s->decide_stray);
+	ck_assert_ptr_null(s->decide_start);
+	ck_assert_ptr_null(s->decide_shake);
+	ck_assert_uint_gt(s->priv_size, 0);
+	ck_assert_uint_eq(s->heartbeat_us, 1000);
+	ck_assert_uint_eq(s->stray_every, 16);
+	ck_assert_uint_eq(s->private_levels, 1);
+	/* It weighs loads: views with the queues' counters. */
+	ck_assert_uint_eq(s->view_detail, 0);
+	expect_decides_only(s);
+}
+END_TEST
+
+static const struct ma_decision *dec(const struct ma_dlist *l, unsigned i)
+{
+	ck_assert_uint_gt(l->n, i);
+	return &l->d[i];
+}
+
+/* A woken bubble goes where it last burst, else under its waker at its sched level, else
+ * on the machine; too many threads for that place wakes a VP elsewhere, once placed. */
+START_TEST(steal_submit)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	struct ma_vnode *b = ma_vt_bubble(&t, NULL, BUBBLE(2));
+	ma_vt_thread(&t, b, 100);
+	ma_vt_finish(&t, b);
+	t.v.self_vp = (int)m->vps - 1;
+	struct ma_vt_list x;
+	struct ma_dlist *l = ma_vt_list(&x, 16);
+	ma_strategy_steal.decide_submit(&t.v, NULL, l);
+	ck_assert_uint_eq(l->n, 1);
+	ck_assert(dec(l, 0)->kind == MA_D_PLACE && dec(l, 0)->entity == b->id && dec(l, 0)->item == 0);
+	ck_assert_int_eq(l->beat, 1);
+	/* Its sched level, seen from the waker: the NUMA node of the last VP. */
+	b->sched_level = MA_LEVEL_NUMA;
+	int numa = ma_vt_item(&t, MA_LEVEL_NUMA, m->numa - 1);
+	l = ma_vt_list(&x, 16);
+	ma_strategy_steal.decide_submit(&t.v, NULL, l);
+	ck_assert_int_eq(dec(l, 0)->item, numa);
+	/* Back from a regeneration: where it burst. */
+	b->last_item = ma_vt_item(&t, MA_LEVEL_CORE, 3);
+	l = ma_vt_list(&x, 16);
+	ma_strategy_steal.decide_submit(&t.v, NULL, l);
+	ck_assert_uint_eq(l->n, 1);
+	ck_assert_int_eq(dec(l, 0)->item, b->last_item);
+	/* That core's VPs busy with threads of their own: one more thread is too many. */
+	for (unsigned k = 0; k < (m->smt ? 4u : 1u); k++) {
+		unsigned vp = (m->smt ? 12 : 3) + k;
+		ma_vt_queue(&t, ma_vt_vpq(&t, vp), 0, 1);
+		ma_vt_vp_state(&t, vp, 1, 0);
+	}
+	ma_vt_finish(&t, b);
+	l = ma_vt_list(&x, 16);
+	ma_strategy_steal.decide_submit(&t.v, NULL, l);
+	ck_assert_uint_eq(l->n, 2);
+	ck_assert(dec(l, 1)->kind == MA_D_WAKE && dec(l, 1)->item == b->last_item &&
+		  dec(l, 1)->flags == (MA_D_OUTSIDE | MA_D_THEN));
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* What find_next is told about a bubble on queue q, asked again with the load `x`. */
+static struct ma_decision steal_pick(struct ma_vt *t, const struct ma_vnode *b, int q, const struct ma_pick_load *x)
+{
+	struct ma_vt_pick p;
+	struct ma_pick_view *pv = ma_vt_pick(t, &p, b, q, 0);
+	struct ma_decision d = ma_strategy_steal.decide_pick(pv, NULL);
+	if (!(d.flags & MA_D_LOAD))
+		return d;
+	ck_assert(d.entity == b->id);
+	pv->has_load = 1;
+	pv->load = *x;
+	d = ma_strategy_steal.decide_pick(pv, NULL);
+	ck_assert_uint_eq(d.flags & (MA_D_LOAD | MA_D_KIDS), 0);
+	ck_assert(d.entity == b->id && d.item == q);
+	return d;
+}
+
+/* A bubble met closed: served on a VP's own queue; burst when it holds only sub-bubbles,
+ * or is alone there and fits (or fits nowhere of that size); otherwise served, and a VP
+ * elsewhere woken when that subtree is overloaded. */
+START_TEST(steal_pick_rules)
+{
+	const struct machine *m = &machines[_i];
+	struct ma_vt t;
+	ma_vt_load(&t, m->spec, m->smt);
+	struct ma_vnode *b = ma_vt_bubble(&t, NULL, BUBBLE(2));
+	ma_vt_finish(&t, b);
+	struct ma_vt_pick p;
+	struct ma_decision d = ma_strategy_steal.decide_pick(ma_vt_pick(&t, &p, b, ma_vt_vpq(&t, 0), 0), NULL);
+	ck_assert(d.kind == MA_D_SERVE && d.flags == 0);
+	int numa = ma_vt_item(&t, MA_LEVEL_NUMA, 0);
+	unsigned vps = m->vps / m->numa;
+	struct ma_pick_load x = { .nb_vps = vps, .queued = 1, .threads = 4, .direct = 1 };
+	ck_assert_int_eq(steal_pick(&t, b, numa, &x).kind, MA_D_BURST);
+	/* Too many beside what runs there: served closed, and a thief called. */
+	x.running = vps;
+	d = steal_pick(&t, b, numa, &x);
+	ck_assert(d.kind == MA_D_SERVE && d.flags == MA_D_OUTSIDE);
+	/* More threads than any subtree of that size holds: burst anyway. */
+	x.threads = vps + 1;
+	ck_assert_int_eq(steal_pick(&t, b, numa, &x).kind, MA_D_BURST);
+	/* Not alone: served (stealable whole), no thief when it all fits. */
+	x = (struct ma_pick_load){ .nb_vps = vps, .queued = 2, .threads = 2, .direct = 1 };
+	d = steal_pick(&t, b, numa, &x);
+	ck_assert(d.kind == MA_D_SERVE && d.flags == 0);
+	x.queued = 1;
+	x.sibling = 1;
+	ck_assert_int_eq(steal_pick(&t, b, numa, &x).kind, MA_D_SERVE);
+	/* Only sub-bubbles: burst; its lock busy: served. */
+	x = (struct ma_pick_load){ .nb_vps = vps, .queued = 5 };
+	ck_assert_int_eq(steal_pick(&t, b, numa, &x).kind, MA_D_BURST);
+	x.busy = 1;
+	ck_assert_int_eq(steal_pick(&t, b, numa, &x).kind, MA_D_SERVE);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* VP 0 idle, its neighbour's core loaded: on its queue a closed bubble of two threads and
+ * three threads (their bubbles opened on VP 0's core, on the neighbour's, and none), and
+ * the neighbour's VP busy. */
+struct thieves {
+	struct ma_vt t;
+	int mine, S, Sq;
+	struct ma_vnode *b, *homing, *loose, *bound;
+	const struct ma_vnode *waiting[4];
+	void *priv;
+	struct ma_vt_list x;
+};
+
+static void thieves_make(struct thieves *th)
+{
+	struct ma_vt *t = &th->t;
+	ma_vt_load(t, machines[0].spec, machines[0].smt);
+	th->mine = ma_vt_item(t, MA_LEVEL_CORE, 0);
+	th->S = th->Sq = ma_vt_item(t, MA_LEVEL_CORE, 1);
+	th->b = ma_vt_bubble(t, NULL, BUBBLE(2));
+	th->b->nb_threads = th->b->nb_cached = 2;
+	th->homing = ma_vt_thread(t, NULL, 100);
+	th->homing->home = th->mine;
+	th->loose = ma_vt_thread(t, NULL, 101);
+	th->bound = ma_vt_thread(t, NULL, 102);
+	th->bound->home = th->S;
+	struct ma_vnode *w[4] = { th->b, th->loose, th->bound, th->homing };
+	for (int i = 0; i < 4; i++) {
+		w[i]->queued_item = w[i]->item = th->Sq;
+		th->waiting[i] = w[i];
+	}
+	ma_vt_queue(t, th->Sq, 4, 0);
+	t->it[th->Sq].ready = 2 + 3;
+	ma_vt_queue(t, ma_vt_vpq(t, 1), 0, 1);
+	ma_vt_vp_state(t, 1, 1, 0);
+	ma_vt_vp_state(t, 0, 0, 1);
+	ma_vt_finish(t, NULL);
+	t->v.self_vp = 0;
+	t->v.waiting = th->waiting;
+	t->v.nb_waiting = 4;
+	t->v.now_ns = 1000 * MS;
+	th->priv = calloc(1, ma_strategy_steal.priv_size);
+	ck_assert_ptr_nonnull(th->priv);
+}
+
+static struct ma_dlist *thieves_idle(struct thieves *th)
+{
+	struct ma_dlist *l = ma_vt_list(&th->x, 64);
+	ma_strategy_steal.decide_vp_idle(&th->t.v, th->priv, l);
+	return l;
+}
+
+static struct ma_dlist *thieves_beat(struct thieves *th, uint64_t now_ms)
+{
+	th->t.v.now_ns = now_ms * MS;
+	th->t.v.root = NULL;
+	struct ma_dlist *l = ma_vt_list(&th->x, 64);
+	ma_strategy_steal.decide_tick(&th->t.v, th->priv, l);
+	return l;
+}
+
+static void expect_steal(const struct ma_decision *d, const struct ma_vnode *e, int to, int from, unsigned flags,
+			 int guard_to)
+{
+	ck_assert_int_eq(d->kind, MA_D_STEAL);
+	ck_assert(d->entity == e->id);
+	ck_assert_int_eq(d->item, to);
+	ck_assert_int_eq(d->from_item, from);
+	ck_assert_uint_eq(d->flags, flags);
+	ck_assert_int_eq(d->guard_from, from);
+	if (flags & MA_D_GUARD)
+		ck_assert_int_eq(d->guard_to, guard_to);
+}
+
+/* Whole bubbles first, at once; single threads only once their queue has waited a beat,
+ * each with its guard: homing ones first (to where their bubble is opened, on the thief's
+ * side), then loose ones, last those taken from beside their bubble (marked stray); one
+ * chain of alternatives, each theft waking the next thief if work is left. */
+START_TEST(steal_idle_order)
+{
+	struct thieves th;
+	thieves_make(&th);
+	struct ma_dlist *l = thieves_idle(&th);
+	ck_assert_uint_eq(l->n, 1);
+	expect_steal(dec(l, 0), th.b, th.mine, th.Sq, MA_D_OUTSIDE, 0);
+	ck_assert_int_eq(l->beat, 1);
+	/* The heartbeat: the first beat notes the queue starving (its VP busy, nobody idle
+	 * there), the next wakes a thief for it. */
+	l = thieves_beat(&th, 1000);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 1);
+	l = thieves_beat(&th, 1001);
+	ck_assert_uint_eq(l->n, 1);
+	ck_assert(dec(l, 0)->kind == MA_D_WAKE && dec(l, 0)->item == th.Sq && dec(l, 0)->flags == MA_D_OUTSIDE);
+	l = thieves_idle(&th);
+	ck_assert_uint_eq(l->n, 4);
+	expect_steal(dec(l, 0), th.b, th.mine, th.Sq, MA_D_OUTSIDE, 0);
+	unsigned g = MA_D_GUARD | MA_D_OUTSIDE | MA_D_ELSE;
+	expect_steal(dec(l, 1), th.homing, th.mine, th.Sq, g | MA_D_UNSTRAY, th.mine);
+	expect_steal(dec(l, 2), th.loose, ma_vt_vpq(&th.t, 0), th.Sq, g, th.mine);
+	expect_steal(dec(l, 3), th.bound, ma_vt_vpq(&th.t, 0), th.Sq, g | MA_D_STRAY, th.mine);
+	free(th.priv);
+	ma_vt_free(&th.t);
+}
+END_TEST
+
+/* Nothing from a side no busier per VP than ours; a bubble too big to leave us below the
+ * victim stays (its threads are still candidates, each weighed by its guard when it is
+ * tried). */
+START_TEST(steal_idle_restraint)
+{
+	struct thieves th;
+	thieves_make(&th);
+	thieves_beat(&th, 1000);
+	thieves_beat(&th, 1002);
+	/* Our side as busy: nothing. */
+	ma_vt_queue(&th.t, ma_vt_vpq(&th.t, 0), 0, 6);
+	ma_vt_finish(&th.t, NULL);
+	th.t.v.root = NULL;
+	struct ma_dlist *l = thieves_idle(&th);
+	ck_assert_uint_eq(l->n, 0);
+	/* A bubble of five beside three threads: taking it would leave us above the victim. */
+	ma_vt_queue(&th.t, ma_vt_vpq(&th.t, 0), 0, 0);
+	th.b->nb_threads = th.b->nb_cached = 5;
+	th.t.it[th.Sq].ready = 5 + 3;
+	ma_vt_finish(&th.t, NULL);
+	th.t.v.root = NULL;
+	l = thieves_idle(&th);
+	ck_assert_uint_eq(l->n, 3);
+	expect_steal(dec(l, 0), th.homing, th.mine, th.Sq, MA_D_GUARD | MA_D_OUTSIDE | MA_D_UNSTRAY, th.mine);
+	ck_assert(dec(l, 1)->entity == th.loose->id && dec(l, 2)->entity == th.bound->id);
+	free(th.priv);
+	ma_vt_free(&th.t);
+}
+END_TEST
+
+/* A stray at a yield: on its side again, or no longer on a queue, it only loses its mark;
+ * its bubble's side with room: it goes home; without: it stays. */
+START_TEST(steal_stray_home)
+{
+	struct ma_vt t;
+	ma_vt_load(&t, machines[0].spec, machines[0].smt);
+	int home = ma_vt_item(&t, MA_LEVEL_CORE, 1), here = ma_vt_vpq(&t, 0);
+	struct ma_vnode *s = ma_vt_thread(&t, NULL, 100);
+	s->state = MA_V_RUNNING;
+	s->item = here;
+	s->home = home;
+	ma_vt_queue(&t, here, 0, 1);
+	ma_vt_queue(&t, ma_vt_vpq(&t, 1), 0, 1);
+	ma_vt_finish(&t, s);
+	t.v.self_vp = 0;
+	struct ma_vt_list x;
+	struct ma_dlist *l = ma_vt_list(&x, 8);
+	/* Its home's core holds one thread on one VP: full. */
+	ma_strategy_steal.decide_stray(&t.v, NULL, l);
+	ck_assert_uint_eq(l->n, 0);
+	/* Empty: home. */
+	ma_vt_queue(&t, ma_vt_vpq(&t, 1), 0, 0);
+	ma_vt_finish(&t, s);
+	t.v.self_vp = 0;
+	ma_strategy_steal.decide_stray(&t.v, NULL, l);
+	ck_assert_uint_eq(l->n, 1);
+	ck_assert(dec(l, 0)->kind == MA_D_MOVE && dec(l, 0)->item == home && dec(l, 0)->flags == MA_D_UNSTRAY);
+	/* Its bubble opened on our side: the mark goes, it stays. */
+	s->home = ma_vt_item(&t, MA_LEVEL_CORE, 0);
+	l = ma_vt_list(&x, 8);
+	ma_strategy_steal.decide_stray(&t.v, NULL, l);
+	ck_assert(dec(l, 0)->kind == MA_D_MOVE && dec(l, 0)->item == here && dec(l, 0)->flags == MA_D_UNSTRAY);
+	/* Gathered into its bubble: no queue, only the mark goes. */
+	s->home = home;
+	s->item = -1;
+	l = ma_vt_list(&x, 8);
+	ma_strategy_steal.decide_stray(&t.v, NULL, l);
+	ck_assert(dec(l, 0)->kind == MA_D_MOVE && dec(l, 0)->item == -1 && dec(l, 0)->flags == MA_D_UNSTRAY);
+	ma_vt_free(&t);
+}
+END_TEST
+
+/* A bubble's own period: gathered; the heartbeat with nobody busy stops. */
+START_TEST(steal_tick)
+{
+	struct ma_vt t;
+	ma_vt_load(&t, machines[0].spec, machines[0].smt);
+	struct ma_vnode *b = ma_vt_bubble(&t, NULL, BUBBLE(2));
+	b->status = MA_V_OPENED;
+	ma_vt_finish(&t, b);
+	void *priv = calloc(1, ma_strategy_steal.priv_size);
+	ck_assert_ptr_nonnull(priv);
+	struct ma_vt_list x;
+	struct ma_dlist *l = ma_vt_list(&x, 8);
+	ma_strategy_steal.decide_tick(&t.v, priv, l);
+	ck_assert_uint_eq(l->n, 1);
+	ck_assert(dec(l, 0)->kind == MA_D_GATHER && dec(l, 0)->entity == b->id);
+	t.v.root = NULL;
+	l = ma_vt_list(&x, 8);
+	ma_strategy_steal.decide_tick(&t.v, priv, l);
+	ck_assert_uint_eq(l->n, 0);
+	ck_assert_int_eq(l->beat, 0);
+	free(priv);
+	ma_vt_free(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strategies");
@@ -1454,6 +1787,15 @@ int main(void)
 	tcase_add_test(ga, gang_plain_bubbles);
 	tcase_add_test(ga, gang_start);
 	suite_add_tcase(s, ga);
+	TCase *st = tcase_create("steal");
+	tcase_add_test(st, steal_table);
+	tcase_add_loop_test(st, steal_submit, 0, NB_MACHINES);
+	tcase_add_loop_test(st, steal_pick_rules, 0, NB_MACHINES);
+	tcase_add_test(st, steal_idle_order);
+	tcase_add_test(st, steal_idle_restraint);
+	tcase_add_test(st, steal_stray_home);
+	tcase_add_test(st, steal_tick);
+	suite_add_tcase(s, st);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

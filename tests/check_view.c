@@ -124,6 +124,20 @@ static void tree_end(struct tree *x)
 
 /* ---- helpers ---- */
 
+/* Children item queues of rq that have VPs, in index order (returns the count). */
+static unsigned rq_children(const struct ma_runqueue *rq, struct ma_runqueue **out, unsigned max)
+{
+	if (rq->vp >= 0)
+		return 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < rq->level->arity && n < max; i++) {
+		const struct ma_level *c = rq->level->children[i];
+		if (c->nb_vps)
+			out[n++] = &ma_rt.rqs[c->id];
+	}
+	return n;
+}
+
 static struct ma_runqueue *Q(int q)
 {
 	struct ma_runqueue *rq = ma_view_queue(q);
@@ -1084,7 +1098,7 @@ START_TEST(pick_view)
 	ck_assert_int_eq(pv.b.fixed_item, -1);
 	ck_assert(pv.b.load == 3);
 	struct ma_runqueue *kids[MARCEL_NBMAXVPS];
-	unsigned n = ma_rq_children(rq, kids, MARCEL_NBMAXVPS);
+	unsigned n = rq_children(rq, kids, MARCEL_NBMAXVPS);
 	ck_assert_uint_eq(pv.nb_kids, n);
 	for (unsigned i = 0; i < n; i++) {
 		ck_assert_int_eq(pv.kids[i].item, (int)kids[i]->level->id);
@@ -1576,7 +1590,7 @@ START_TEST(dispatch_pick)
 	}
 	/* Asked again with the children items, once. */
 	struct ma_runqueue *kq[MARCEL_NBMAXVPS];
-	unsigned nk = ma_rq_children(rq, kq, MARCEL_NBMAXVPS);
+	unsigned nk = rq_children(rq, kq, MARCEL_NBMAXVPS);
 	int before = atomic_load(&picks);
 	pick_second = (struct ma_decision){ .kind = MA_D_MOVE, .entity = id, .item = Y };
 	ck_assert_int_eq(pick_with(rq, x.bb, (struct ma_decision){ .kind = MA_D_BURST, .entity = id, .flags = MA_D_KIDS },
