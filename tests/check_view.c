@@ -1123,6 +1123,106 @@ START_TEST(pick_view)
 }
 END_TEST
 
+/* The load around a bubble find_next met (MA_D_LOAD): its threads, whether it holds any
+ * itself, the queue's subtree; a bubble whose lock is held is not looked into. */
+START_TEST(pick_load)
+{
+	start();
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	struct ma_worker *w = ma_worker_self();
+	struct ma_runqueue *rq = Q(0);
+	struct ma_pick_kid room[MARCEL_NBMAXVPS];
+	struct ma_pick_view pv = { .kids = room, .max_kids = ma_pick_max_kids() };
+	ma_spin_lock(&rq->hold.lock);
+	ma_pick_view_fill(&pv, w, rq, x.bb);
+	ck_assert_uint_eq(pv.has_load, 0);
+	ma_pick_view_load(&pv, rq, x.bb);
+	ma_spin_unlock(&rq->hold.lock);
+	ck_assert_uint_eq(pv.has_load, 1);
+	ck_assert_uint_eq(pv.load.nb_vps, marcel_nbvps());
+	ck_assert_uint_eq(pv.load.direct, 1);
+	ck_assert_uint_eq(pv.load.threads, 3);
+	ck_assert_uint_eq(pv.load.busy, 0);
+	ck_assert_uint_eq(pv.load.sibling, 0);
+	/* Itself, queued there. */
+	ck_assert_uint_ge(pv.load.queued, 1);
+	/* Main at least runs, and belongs to no bubble of x. */
+	ck_assert_uint_ge(pv.load.running, 1);
+	ck_assert_uint_le(pv.load.running, marcel_nbvps());
+	/* Its sub-bubble holds no thread itself: threads not counted. */
+	ma_spin_lock(&x.bb->hold.lock);
+	ma_spin_lock(&rq->hold.lock);
+	ma_pick_view_fill(&pv, w, rq, x.bb);
+	ma_pick_view_load(&pv, rq, x.bb);
+	ma_spin_unlock(&rq->hold.lock);
+	ma_spin_unlock(&x.bb->hold.lock);
+	ck_assert(pv.load.busy && !pv.load.direct && !pv.load.threads);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
+/* Chains: MA_D_ELSE is carried out only if the decision before it was not (an
+ * alternative skipped after one done counts as done), MA_D_THEN only if it was. A stray
+ * hook's MOVE to no queue only clears its own thread's mark. */
+START_TEST(chains)
+{
+	start();
+	if (marcel_nbvps() < 2) {
+		marcel_end();
+		return;
+	}
+	hogs_start();
+	struct tree x;
+	tree_make(&x);
+	ck_assert_int_eq(marcel_wake_up_bubble(&x.b), 0);
+	int X = leaf_of(main_vp), Y = leaf_of(other_vp());
+	struct ma_view v;
+	subtree(&v, x.bb, 0);
+	/* Burst on main's leaf, its sub-bubble closed there. */
+	run1(&v, (struct ma_decision){ .kind = MA_D_BURST, .entity = x.bb->uid, .item = X }, 1);
+	struct ma_decision d[] = {
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = 1 << 20 },              /* dropped */
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = Y, .flags = MA_D_ELSE },  /* done */
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = X, .flags = MA_D_ELSE },  /* skipped */
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = 0, .flags = MA_D_THEN },  /* done */
+		{ .kind = MA_D_MOVE, .entity = 12345, .item = X },                         /* dropped */
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = Y, .flags = MA_D_THEN },  /* skipped */
+		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = X, .flags = MA_D_ELSE },  /* done */
+	};
+	struct ma_decision storage[16];
+	struct ma_dlist l;
+	ma_dlist_init(&l, storage, 16);
+	for (unsigned i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		ck_assert_int_eq(ma_dlist_push(&l, &d[i]), 0);
+	struct ma_dresult r = ma_decisions_execute(&v, &l);
+	ck_assert_uint_eq(r.done, 3);
+	ck_assert_uint_eq(r.dropped, 2);
+	ck_assert_uint_eq(r.skipped, 2);
+	ck_assert_ptr_eq(bsched_of(x.sb), H(X));
+	/* A thread of the view other than the caller: refused. */
+	atomic_store(&x.t[0]->stray, 1);
+	run1(&v, (struct ma_decision){ .kind = MA_D_MOVE, .entity = x.t[0]->id, .item = -1, .flags = MA_D_UNSTRAY }, 0);
+	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 1);
+	atomic_store(&x.t[0]->stray, 0);
+	ma_view_release(&v);
+	/* The caller's own. */
+	struct marcel_task *self = ma_task_self();
+	ck_assert_int_eq(ma_view_build_thread(&v, self, 0), 0);
+	atomic_store(&self->stray, 1);
+	run1(&v, (struct ma_decision){ .kind = MA_D_MOVE, .entity = self->id, .item = -1, .flags = MA_D_UNSTRAY }, 1);
+	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ma_view_release(&v);
+	hogs_stop();
+	tree_end(&x);
+	marcel_end();
+}
+END_TEST
+
 /* WAKE: done when a VP sleeps that can take the work, dropped when none does. */
 START_TEST(wake)
 {
@@ -1832,6 +1932,8 @@ static void populate(TCase *tc)
 	tcase_add_test(tc, dispatch_submit);
 	tcase_add_test(tc, dispatch_tick_shake_start);
 	tcase_add_test(tc, dispatch_heartbeat);
+	tcase_add_test(tc, pick_load);
+	tcase_add_test(tc, chains);
 	tcase_add_test(tc, dispatch_pick);
 	tcase_add_test(tc, dispatch_vp_idle_stray);
 	tcase_add_test(tc, dispatch_switch);
