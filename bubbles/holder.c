@@ -833,8 +833,6 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 	enum ma_pick what = MA_PICK_SERVE;
 	if (b->fixed_item >= 0)
 		what = MA_PICK_BURST;
-	else if (s && s->sched)
-		what = s->sched(w, rq, b, &to);
 	else if (s && s->decide_pick)
 		what = ma_strategy_pick(u, w, rq, b, &to);
 	if (what == MA_PICK_SERVE) {

@@ -229,11 +229,6 @@ static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **ou
 	if (s->priv_size && !(priv = calloc(1, s->priv_size)))
 		return ENOMEM;
 	e = s->priv_init ? s->priv_init(priv) : 0;
-	if (!e && s->init) {
-		e = s->init();
-		if (e && s->priv_exit)
-			s->priv_exit(priv);
-	}
 	if (e) {
 		free(priv);
 		return e;
@@ -247,12 +242,10 @@ static int ma_use_start(const struct ma_strategy *s, struct ma_strategy_use **ou
 	return 0;
 }
 
-/* u is no longer in use (another is current, or none): its exit, then its block retires;
- * the strategy lock held. */
+/* u is no longer in use (another is current, or none): its block retires; the strategy
+ * lock held. */
 static void ma_use_stop(struct ma_strategy_use *u)
 {
-	if (u->s->exit)
-		u->s->exit();
 	ma_priv_retire(u);
 	ma_retired_sweep(0);
 }
@@ -512,10 +505,6 @@ static void ma_strategy_begin_current(void)
 		const struct ma_strategy_use *u = ma_strategy_current();
 		if (!u)
 			return;
-		if (u->s->start) {
-			u->s->start();
-			return;
-		}
 		/* NULL: nothing. */
 		if (!u->s->decide_start || ma_decide_serial(u, MA_EV_START, NULL) != MA_CHANGED)
 			return;
@@ -539,10 +528,6 @@ void ma_strategy_submit(struct ma_bubble *b)
 	}
 	for (;;) {
 		const struct ma_strategy_use *u = ma_strategy_current();
-		if (u && u->s->submit) {
-			u->s->submit(b);
-			return;
-		}
 		if (!u || !u->s->decide_submit)
 			break;
 		enum ma_decided d = ma_decide_serial(u, MA_EV_SUBMIT, b);
@@ -562,10 +547,6 @@ static void ma_shake(struct ma_bubble *b)
 {
 	for (;;) {
 		const struct ma_strategy_use *u = ma_strategy_current();
-		if (u->s->shake) {
-			u->s->shake(b);
-			return;
-		}
 		if (!u->s->decide_shake)
 			break;
 		enum ma_decided d = ma_decide_serial(u, MA_EV_SHAKE, b);
@@ -641,10 +622,6 @@ void ma_strategy_tick(struct ma_bubble *b)
 		/* None: the runtime is stopping, nothing is placed any more. */
 		if (!u)
 			return;
-		if (u->s->tick) {
-			u->s->tick(b);
-			return;
-		}
 		if (!u->s->decide_tick)
 			break;
 		enum ma_decided d = ma_decide_serial(u, MA_EV_TICK, beat ? NULL : b);
@@ -688,8 +665,6 @@ int ma_strategy_vp_idle(struct ma_worker *w)
 	const struct ma_strategy_use *u = ma_strategy_current();
 	if (!u)
 		return 0;
-	if (u->s->vp_is_idle)
-		return u->s->vp_is_idle(w);
 	/* NULL: nothing to make visible. */
 	if (!u->s->decide_vp_idle)
 		return 0;
@@ -699,10 +674,6 @@ int ma_strategy_vp_idle(struct ma_worker *w)
 void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 {
 	const struct ma_strategy_use *u = ma_strategy_current();
-	if (u && u->s->stray) {
-		u->s->stray(w, t);
-		return;
-	}
 	if (u && u->s->decide_stray) {
 		/* Only one yield in stray_every looks at the way home; the others cost a count. */
 		if (u->s->stray_every > 1 && ++t->stray_yields % u->s->stray_every)

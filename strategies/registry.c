@@ -2,11 +2,16 @@
  * The strategy registry: the list of the strategies, lookup by name, selection at init
  * and at run time by name, handle or Marcel class (bubbles/strategy.c does the switch),
  * and Marcel's view of the strategies as classes with instances.
+ *
+ * A new strategy is a file of its own with a table of decision hooks (it includes
+ * ma_strategies.h and ma_view.h, nothing of the runtime), its line in ma_strategies[]
+ * below and in ma_strategies.h, and its MA_SCHED_CLASS line; doc/design.md, "Strategies",
+ * says what its hooks are given and may do, and which tests it needs.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ma_strategies.h"
+#include "ma_registry.h"
 
 static const struct ma_strategy *const ma_strategies[] = {
 	&ma_strategy_null, &ma_strategy_burst, &ma_strategy_spread, &ma_strategy_cache,
