@@ -40,8 +40,9 @@ static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 		/* b's sched holder cannot change while we hold b: this succeeds. */
 		ma_rq_enqueue(ma_rq_of_holder(h), &b->e);
 	}
+	struct ma_holder *asked = &b->hold;
 	if (e->type != MA_TASK_ENTITY || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_CLOSING ||
-	    ma_task_of_entity(e)->leave_unit != &b->hold || !atomic_exchange(&ma_task_of_entity(e)->leave_req, 0))
+	    !atomic_compare_exchange_strong(&ma_task_of_entity(e)->leave_req, &asked, NULL))
 		return 0;
 	/* The reference e held while it was out (ma_gather_out) is now ours: once unlocked,
 	 * e may run and end, and b be joined, before we count e back (see ma_bubble_ref). */
@@ -126,10 +127,12 @@ static void ma_back_quiet(struct ma_entity *c, struct ma_backs *bk)
 	if (c->type != MA_TASK_ENTITY || bk->n == 8)
 		return;
 	struct marcel_task *t = ma_task_of_entity(c);
-	if (!atomic_load_explicit(&t->leave_req, memory_order_relaxed) || !atomic_exchange(&t->leave_req, 0))
+	struct ma_holder *h = atomic_load_explicit(&t->leave_req, memory_order_relaxed) ? atomic_exchange(&t->leave_req, NULL)
+											 : NULL;
+	if (!h)
 		return;
 	/* t's reference (ma_gather_out) keeps u until ma_backs_check or below. */
-	struct ma_bubble *u = ma_bubble_of_holder(t->leave_unit);
+	struct ma_bubble *u = ma_bubble_of_holder(h);
 	if (atomic_fetch_sub(&u->nb_out, 1) == 1)
 		bk->u[bk->n++] = u;
 	else
@@ -584,22 +587,22 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 		return;
 	/* Already asked back by an earlier gather (of a unit its bubble has left since):
 	 * that unit counts it and is told when it is back; asking again would overwrite
-	 * leave_unit and that unit would wait for it for ever. u does not wait for it: it
+	 * its request and that unit would wait for it for ever. u does not wait for it: it
 	 * comes back to u's cache anyway (its sched holder is u now). */
 	if (atomic_load(&t->leave_req))
 		return;
 	atomic_fetch_add(&u->nb_out, 1);
-	t->leave_unit = &u->hold;
 	/* Held until t is counted back, wherever that is: t may meanwhile end and empty u,
 	 * and an implicit bubble emptied is let go of (ma_bubble_free_now). */
 	ma_bubble_ref(u);
-	atomic_store(&t->leave_req, 1);
+	atomic_store(&t->leave_req, &u->hold);
 	/* It may have blocked, ended or started hosting a seed since: then it is already
 	 * back (or gone). A joiner hosting a seed does not come back before the seed ends,
 	 * and the seed may be waiting for threads of u: counted as blocked (seed.c). */
 	s = atomic_load(&t->state);
 	if ((s != MA_TASK_RUNNING && s != MA_TASK_READY && s != MA_TASK_BLOCKING) || atomic_load(&t->hosts_seed)) {
-		if (atomic_exchange(&t->leave_req, 0)) {
+		struct ma_holder *mine = &u->hold;
+		if (atomic_compare_exchange_strong(&t->leave_req, &mine, NULL)) {
 			atomic_fetch_sub(&u->nb_out, 1);
 			ma_bubble_unref(u); /* not the last: the gather holds one */
 		}

@@ -69,7 +69,7 @@ struct ma_hooks {
 	 * again. Returns with rq unlocked, always; may only try-lock another holder while
 	 * it holds rq. Bounded: no wait. */
 	struct marcel_task *(*pick)(struct ma_worker *w, struct ma_runqueue *rq, struct ma_entity *e);
-	/* A thread its unit asked back (leave_req, leave_unit: a gather waits for it) has left
+	/* A thread its unit asked back (leave_req: a gather waits for it) has left
 	 * its processor or stopped running its own code: unit (the holder of the unit that
 	 * asked) counts one thread back and drops the reference the thread held on it. */
 	void (*unit_back)(struct ma_holder *unit);
@@ -152,7 +152,7 @@ static inline struct ma_holder *ma_hook_holder_serving(const struct ma_holder *h
  * thread is where it goes. */
 static inline struct ma_holder *ma_task_back_claim(struct marcel_task *t)
 {
-	return atomic_exchange(&t->leave_req, 0) ? t->leave_unit : NULL;
+	return atomic_exchange(&t->leave_req, NULL);
 }
 
 static inline void ma_hook_unit_back(struct ma_holder *unit)

@@ -205,9 +205,12 @@ struct marcel_task {
 	/* Locks of the C library (or C++ statics being initialised) it holds: not at a safe
 	 * point while not zero. Written by the thread itself (foreign_locks.c). */
 	atomic_int foreign_locks;
-	/* Its bubble is being regenerated: at the next preemption point the thread leaves its
-	 * worker even if nothing else is ready (ma_yield_preempted). */
-	atomic_int leave_req;
+	/* Its bubble is being regenerated: the holder of the unit that asked it back (a
+	 * gather waits for it), NULL if none. At the next preemption point the thread leaves
+	 * its worker even if nothing else is ready (ma_yield_preempted). The request and
+	 * its unit are one word: whoever takes the request (an exchange to NULL) has the
+	 * unit it was for, and a new gather may ask again as soon as it is taken. */
+	struct ma_holder *_Atomic leave_req;
 	/* A strategy moved it while it ran: its next yield requeues it even if nothing else
 	 * is ready, so the move takes effect. */
 	atomic_int move_req;
@@ -215,7 +218,6 @@ struct marcel_task {
 	 * yields the strategy's stray hook may send it back. stray_yields is its own count. */
 	atomic_int stray;
 	unsigned stray_yields;
-	struct ma_holder *leave_unit;     /* the unit counting it (leave_req): its holder */
 	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;

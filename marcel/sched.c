@@ -78,7 +78,7 @@ static __attribute__((noinline)) void ma_finish_switch_back(struct ma_worker *w,
 /* Runs in the context we switched to, on behalf of the one we left. */
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
-	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != 0) && prev->post != MA_POST_NONE)
+	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != NULL) && prev->post != MA_POST_NONE)
 		ma_finish_switch_back(w, prev);
 	else
 		ma_finish_post(w, prev);
