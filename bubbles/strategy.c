@@ -310,8 +310,9 @@ static int ma_unplaced(const struct ma_vnode *n)
 
 /* After a switch: the bubbles the old strategy took off the queues would wait for it for
  * ever; each is handed to the new one, as when it was woken. A bubble on its way to the
- * strategy at that instant may be handed over twice: a decision strategy's executor
- * drops the second placement (stale), an old submit hook moves it. */
+ * strategy at that instant may be handed over twice: it is then placed where the new
+ * strategy decides the second time (a placement seen stale is dropped, one seen done is
+ * a move), never lost. */
 static void ma_strategy_rescue(void)
 {
 	struct ma_view v;
