@@ -35,9 +35,9 @@ static void ma_bubble_setup_hot(struct ma_bubble *b, struct ma_worker *w)
 {
 	b->e.type = MA_BUBBLE_ENTITY;
 	b->e.prio = MA_DEF_PRIO;
-	__atomic_store_n(&b->e.natural_holder, NULL, __ATOMIC_RELAXED);
-	__atomic_store_n(&b->e.sched_holder, NULL, __ATOMIC_RELAXED);
-	__atomic_store_n(&b->e.ready_holder, NULL, __ATOMIC_RELAXED);
+	ma_write_once(&b->e.natural_holder, NULL);
+	ma_write_once(&b->e.sched_holder, NULL);
+	ma_write_once(&b->e.ready_holder, NULL);
 	ma_list_init(&b->e.run_node);
 	b->e.queued_prio = 0;
 	b->e.sched_level = 0;
@@ -90,23 +90,22 @@ struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *pub)
 	struct ma_bubble *b = ma_bubble_of(pub);
 	if (ma_unlikely(!b))
 		return NULL;
-	unsigned m = __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE);
+	unsigned m = ma_load_acquire(&b->magic);
 	if (ma_likely(m == MA_BUBBLE_MAGIC))
 		return b;
 	if (m == 0 || m == MA_BUBBLE_INITIALISING) {
 		/* MARCEL_BUBBLE_INITIALIZER: all zero. Only the one that claims it sets it up. */
 		unsigned zero = 0;
-		if (__atomic_compare_exchange_n(&b->magic, &zero, MA_BUBBLE_INITIALISING, 0,
-						__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		if (ma_cas_acquire(&b->magic, &zero, MA_BUBBLE_INITIALISING)) {
 			ma_bubble_setup(b);
 			MA_TRACE(MA_TR_BUBBLE_NEW, b->uid, 0, NULL);
-			__atomic_store_n(&b->magic, MA_BUBBLE_MAGIC, __ATOMIC_RELEASE);
+			ma_store_release(&b->magic, MA_BUBBLE_MAGIC);
 			return b;
 		}
 		unsigned rounds = 0;
-		while (__atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) == MA_BUBBLE_INITIALISING)
+		while (ma_load_acquire(&b->magic) == MA_BUBBLE_INITIALISING)
 			ma_spin_backoff(&rounds);
-		return __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) == MA_BUBBLE_MAGIC ? b : NULL;
+		return ma_load_acquire(&b->magic) == MA_BUBBLE_MAGIC ? b : NULL;
 	}
 	return NULL;
 }
@@ -129,7 +128,7 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 		return EBUSY;
 	/* The storage of a private bubble that was let go of without a destroy: its VP must
 	 * forget it before it is set up again (private.c). */
-	if (__atomic_load_n(&b->magic, __ATOMIC_RELAXED) == MA_BUBBLE_MAGIC)
+	if (ma_read_once(&b->magic) == MA_BUBBLE_MAGIC)
 		ma_bubble_private_reinit(b);
 	b->magic = 0;
 	struct ma_worker *w = ma_worker_self();
@@ -138,7 +137,7 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 	if (!ma_bubble_private_init(w, b))
 		ma_bubble_complete(b);
 	MA_TRACE(MA_TR_BUBBLE_NEW, b->uid, 0, NULL);
-	__atomic_store_n(&b->magic, MA_BUBBLE_MAGIC, __ATOMIC_RELEASE);
+	ma_store_release(&b->magic, MA_BUBBLE_MAGIC);
 	return 0;
 }
 
@@ -361,7 +360,7 @@ static void ma_count_locked(struct ma_bubble *x, long delta, struct ma_zeroed *z
 static void ma_bubble_reparent_locked(struct ma_bubble *s, struct ma_bubble *b, int added, struct ma_zeroed *z)
 {
 	long n = ma_count_capped(atomic_load_explicit(&s->nb_threads_sub, memory_order_relaxed));
-	__atomic_store_n(&s->e.natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
+	ma_store_release(&s->e.natural_holder, added ? &b->hold : NULL);
 	if (n && b->counted) {
 		ma_spin_lock(&b->cnt_lock);
 		ma_spin_unlock(&s->cnt_lock);
@@ -377,7 +376,7 @@ static void ma_entity_reparent(struct ma_bubble *b, struct ma_entity *e, int add
 {
 	if (e->type == MA_TASK_ENTITY) {
 		/* Threads change bubbles under the bubbles' locks, which the callers hold. */
-		__atomic_store_n(&e->natural_holder, added ? &b->hold : NULL, __ATOMIC_RELEASE);
+		ma_store_release(&e->natural_holder, added ? &b->hold : NULL);
 		if (b->counted) {
 			ma_spin_lock(&b->cnt_lock);
 			ma_count_locked(b, added ? 1 : -1, z);
@@ -754,7 +753,7 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 			 * b's other threads start, as if it had been queued there and claimed. */
 			if (!h)
 				h = ma_bubble_holder_for_member(b);
-			__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
+			ma_store_release(&t->e.sched_holder, h);
 			t->private_claimed = 0;
 		}
 		/* One being handed to an idle VP starts there once b is placed (private.c). */
@@ -768,7 +767,7 @@ static void ma_wake_pass_locked(struct ma_bubble *b, struct ma_wake_pass *wp)
 			}
 			wp->ready[wp->n++] = t;
 		}
-		wp->own |= __atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED) == &b->hold;
+		wp->own |= ma_read_once(&m->sched_holder) == &b->hold;
 	}
 	if (!h)
 		h = ma_bubble_holder_for_member(b);
@@ -1172,7 +1171,7 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 		       struct ma_runqueue *rq, int start)
 {
 	struct ma_bubble *b = attr ? ma_bubble_of(attr->natural_bubble) : NULL;
-	if (b && ma_unlikely(__atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) != MA_BUBBLE_MAGIC))
+	if (b && ma_unlikely(ma_load_acquire(&b->magic) != MA_BUBBLE_MAGIC))
 		return ma_bubble_task_new_slow(w, t, pid, attr, rq, start);
 	ma_task_born(w, t, pid);
 	/* Into the private bubble of w its attributes name, without a lock, when nobody
@@ -1337,7 +1336,7 @@ int marcel_bubble_setprio(marcel_bubble_t *pub, int prio)
 	if (!b || prio < 0 || prio >= MA_MAX_PRIO)
 		return EINVAL;
 	/* Read when it is next queued, as for threads. */
-	__atomic_store_n(&b->e.prio, prio, __ATOMIC_RELAXED);
+	ma_write_once(&b->e.prio, prio);
 	return 0;
 }
 
@@ -1346,7 +1345,7 @@ int marcel_bubble_getprio(const marcel_bubble_t *pub, int *prio)
 	struct ma_bubble *b = ma_bubble_get((marcel_bubble_t *)pub);
 	if (!b || !prio)
 		return EINVAL;
-	*prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED);
+	*prio = ma_read_once(&b->e.prio);
 	return 0;
 }
 
@@ -1359,7 +1358,7 @@ int marcel_entity_setschedlevel(marcel_entity_t *e, int level)
 {
 	if (!ma_entity_ok(e) || !ma_level_ok(level))
 		return EINVAL;
-	__atomic_store_n(&e->sched_level, level, __ATOMIC_RELAXED);
+	ma_write_once(&e->sched_level, level);
 	return 0;
 }
 
@@ -1367,7 +1366,7 @@ int marcel_entity_getschedlevel(const marcel_entity_t *e, int *level)
 {
 	if (!e || !level)
 		return EINVAL;
-	*level = __atomic_load_n(&e->sched_level, __ATOMIC_RELAXED);
+	*level = ma_read_once(&e->sched_level);
 	return 0;
 }
 
@@ -1408,13 +1407,13 @@ int marcel_bubble_scheduleonthreadholder(marcel_bubble_t *pub)
 	struct marcel_task *self = ma_task_self();
 	if (!self)
 		return EPERM;
-	struct ma_holder *h = __atomic_load_n(&self->e.sched_holder, __ATOMIC_RELAXED);
+	struct ma_holder *h = ma_read_once(&self->e.sched_holder);
 	struct ma_runqueue *rq;
 	if (h->type == MA_RUNQUEUE_HOLDER)
 		rq = ma_rq_of_holder(h);
 	else {
 		struct ma_bubble *u = ma_bubble_of_holder(h);
-		struct ma_holder *uh = __atomic_load_n(&u->e.sched_holder, __ATOMIC_RELAXED);
+		struct ma_holder *uh = ma_read_once(&u->e.sched_holder);
 		rq = uh && uh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(uh) : &ma_rt.rqs[0];
 	}
 	/* A VP's own queue is not an item: pin to the VP's item. */
@@ -1515,7 +1514,7 @@ void ma_bubbles_stop(void)
 			struct ma_bubble *b = ma_bubble_of_entity(e);
 			ma_bubble_regen_cancel(b);
 			b->e.sched_holder = NULL;
-			__atomic_store_n(&b->e.ready_holder, NULL, __ATOMIC_RELAXED);
+			ma_write_once(&b->e.ready_holder, NULL);
 			b->queued = 0;
 			b->woken = 0;
 			atomic_store(&b->status, MA_BUBBLE_CLOSED);

@@ -171,9 +171,9 @@ static int ma_exec_move_task(struct ma_vslot *s, struct ma_runqueue *rq, unsigne
 		ma_spin_lock(&p->hold.lock);
 	int alive = p && ma_entity_parent(&t->e) == p;
 	ma_spin_lock(&h->lock);
-	int ok = __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED) == h;
+	int ok = ma_read_once(&t->e.sched_holder) == h;
 	if (ok && !alive)
-		alive = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED) == h || t == ma_task_self();
+		alive = ma_read_once(&t->e.ready_holder) == h || t == ma_task_self();
 	ok = ok && alive && t->id == s->n.id && !t->pinned;
 	if (ok) {
 		int st = atomic_load_explicit(&t->state, memory_order_relaxed);
@@ -181,10 +181,10 @@ static int ma_exec_move_task(struct ma_vslot *s, struct ma_runqueue *rq, unsigne
 	}
 	int moved = 0, queued = 0;
 	if (ok && h != &rq->hold) {
-		queued = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED) == h;
+		queued = ma_read_once(&t->e.ready_holder) == h;
 		if (queued)
 			ma_rq_dequeue_locked(ma_rq_of_holder(h), &t->e);
-		__atomic_store_n(&t->e.sched_holder, &rq->hold, __ATOMIC_RELEASE);
+		ma_store_release(&t->e.sched_holder, &rq->hold);
 		moved = 1;
 	}
 	if (ok)
@@ -261,13 +261,13 @@ static int ma_steal_task(struct ma_vslot *s, struct ma_runqueue *from, struct ma
 	struct marcel_task *t = ma_task_of_entity(s->e);
 	ma_spin_lock(&from->hold.lock);
 	/* Queued on the queue we hold, it lives: its fields can be read. */
-	int ok = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED) == &from->hold &&
-		 __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED) == &from->hold && t->id == s->n.id &&
+	int ok = ma_read_once(&t->e.ready_holder) == &from->hold &&
+		 ma_read_once(&t->e.sched_holder) == &from->hold && t->id == s->n.id &&
 		 !t->pinned && !atomic_load_explicit(&t->suspend_req, memory_order_relaxed) && ma_guard_ok(g, 1);
 	if (ok) {
 		ma_rq_dequeue_locked(from, &t->e);
 		ma_stray_mark(t, flags);
-		__atomic_store_n(&t->e.sched_holder, &to->hold, __ATOMIC_RELEASE);
+		ma_store_release(&t->e.sched_holder, &to->hold);
 	}
 	ma_spin_unlock(&from->hold.lock);
 	if (!ok)
@@ -298,11 +298,11 @@ static int ma_steal_bubble(struct ma_vslot *s, struct ma_runqueue *from, struct 
 	}
 	if (ok) {
 		ma_spin_lock(&from->hold.lock);
-		ok = __atomic_load_n(&b->e.ready_holder, __ATOMIC_RELAXED) == &from->hold;
+		ok = ma_read_once(&b->e.ready_holder) == &from->hold;
 		if (ok) {
 			/* Its sched holder changes under its queue's lock and its own. */
 			ma_rq_dequeue_locked(from, &b->e);
-			__atomic_store_n(&b->e.sched_holder, &to->hold, __ATOMIC_RELEASE);
+			ma_store_release(&b->e.sched_holder, &to->hold);
 		}
 		ma_spin_unlock(&from->hold.lock);
 	}

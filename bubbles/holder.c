@@ -16,7 +16,7 @@ static void ma_cache_put(struct ma_bubble *b, struct ma_entity *e)
 {
 	ma_list_add_tail(&b->cache, &e->run_node);
 	ma_cached_add(b, 1);
-	__atomic_store_n(&e->ready_holder, &b->hold, __ATOMIC_RELAXED);
+	ma_write_once(&e->ready_holder, &b->hold);
 }
 
 /* Adds ready thread e to closed bubble b's cache (b locked); queues b on its run queue if
@@ -25,11 +25,11 @@ static void ma_cache_put(struct ma_bubble *b, struct ma_entity *e)
  * 0 if not. */
 static int ma_cache_add_locked(struct ma_bubble *b, struct ma_entity *e)
 {
-	if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &b->hold)
+	if (ma_read_once(&e->sched_holder) != &b->hold)
 		return -1;
 	if (ma_unlikely(atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_OPENED)) {
 		/* Burst while we were on our way: its members live on its queue now. */
-		__atomic_store_n(&e->sched_holder, b->e.sched_holder, __ATOMIC_RELEASE);
+		ma_store_release(&e->sched_holder, b->e.sched_holder);
 		return -1;
 	}
 	ma_cache_put(b, e);
@@ -79,7 +79,7 @@ static void ma_cache_del(struct ma_bubble *b, struct ma_entity *e)
 {
 	ma_list_del(&e->run_node);
 	ma_cached_add(b, -1);
-	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
+	ma_write_once(&e->ready_holder, NULL);
 }
 
 /* ---- the core's holder operations for closed bubbles (marcel/ma_hooks.h) ---- */
@@ -106,7 +106,7 @@ struct ma_holder *ma_bubble_holder_serving(const struct ma_holder *h)
 	 * nothing; its gather does not wait for a thread that was only on its way to a
 	 * processor (ma_gather_out). */
 	const struct ma_bubble *b = ma_container_of(h, struct ma_bubble, hold);
-	struct ma_holder *up = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+	struct ma_holder *up = ma_load_acquire(&b->e.sched_holder);
 	if (!up || atomic_load_explicit(&b->status, memory_order_relaxed) == MA_BUBBLE_CLOSING)
 		return NULL;
 	return up;
@@ -150,7 +150,7 @@ static void ma_backs_check(struct ma_backs *bk)
 void ma_tasks_enqueue(struct marcel_task *const *ts, unsigned n)
 {
 	for (unsigned i = 0; i < n;) {
-		struct ma_holder *h = __atomic_load_n(&ts[i]->e.sched_holder, __ATOMIC_ACQUIRE);
+		struct ma_holder *h = ma_load_acquire(&ts[i]->e.sched_holder);
 		if (h->type != MA_BUBBLE_HOLDER || i + 1 == n) {
 			ma_entity_enqueue(&ts[i++]->e);
 			continue;
@@ -170,7 +170,7 @@ void ma_tasks_enqueue(struct marcel_task *const *ts, unsigned n)
 				back += (unsigned)r;
 			i++;
 		} while (i < n && nmissed < MA_ENQUEUE_BATCH &&
-			 __atomic_load_n(&ts[i]->e.sched_holder, __ATOMIC_ACQUIRE) == h);
+			 ma_load_acquire(&ts[i]->e.sched_holder) == h);
 		ma_spin_unlock(&b->hold.lock);
 		ma_cache_counted_back(b, back);
 		for (unsigned k = 0; k < nmissed; k++)
@@ -198,10 +198,10 @@ static void ma_bubble_set_holder(struct ma_bubble *b, struct ma_holder *nh)
 	struct ma_holder *old = b->e.sched_holder;
 	if (old && old->type == MA_RUNQUEUE_HOLDER) {
 		ma_spin_lock(&old->lock);
-		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+		ma_store_release(&b->e.sched_holder, nh);
 		ma_spin_unlock(&old->lock);
 	} else {
-		__atomic_store_n(&b->e.sched_holder, nh, __ATOMIC_RELEASE);
+		ma_store_release(&b->e.sched_holder, nh);
 	}
 }
 
@@ -213,7 +213,7 @@ struct ma_holder *ma_bubble_holder_for_member(struct ma_bubble *b)
 	for (struct ma_bubble *x = b; x; x = ma_entity_parent(&x->e)) {
 		if (atomic_load_explicit(&x->status, memory_order_acquire) == MA_BUBBLE_OPENED) {
 			if (x == b) {
-				struct ma_holder *h = __atomic_load_n(&x->e.sched_holder, __ATOMIC_ACQUIRE);
+				struct ma_holder *h = ma_load_acquire(&x->e.sched_holder);
 				return h ? h : &ma_rt.rqs[0].hold;
 			}
 			return &below->hold;
@@ -235,7 +235,7 @@ void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct m
 {
 	struct ma_holder *h;
 	if (t->placed) /* created on the queue its attributes chose: it starts there */
-		h = rq ? &rq->hold : __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED);
+		h = rq ? &rq->hold : ma_read_once(&t->e.sched_holder);
 	else if (!b->woken)
 		h = &ma_rt.rqs[0].hold;
 	else {
@@ -248,7 +248,7 @@ void ma_bubble_start_locked(struct ma_bubble *b, struct marcel_task *t, struct m
 
 void ma_bubble_start_in_locked(struct ma_bubble *b, struct marcel_task *t, struct ma_holder *h)
 {
-	__atomic_store_n(&t->e.sched_holder, h, __ATOMIC_RELEASE);
+	ma_store_release(&t->e.sched_holder, h);
 	b->unit.nb_born--;
 	atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_relaxed);
 }
@@ -327,7 +327,7 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
 {
 	if (e->type == MA_BUBBLE_ENTITY) {
 		struct ma_bubble *b = ma_bubble_of_entity(e);
-		struct ma_holder *h = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
+		struct ma_holder *h = ma_load_acquire(&b->e.sched_holder);
 		if (b->fixed_item >= 0 || !h || h->type != MA_RUNQUEUE_HOLDER ||
 		    atomic_load(&b->status) != MA_BUBBLE_CLOSED)
 			return EBUSY;
@@ -335,7 +335,7 @@ int ma_entity_move(struct ma_entity *e, struct ma_runqueue *rq)
 		return 0;
 	}
 	struct marcel_task *t = ma_task_of_entity(e);
-	struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+	struct ma_holder *h = ma_load_acquire(&e->sched_holder);
 	if (t->pinned || h->type != MA_RUNQUEUE_HOLDER)
 		return EBUSY;
 	ma_entity_move_to_holder(e, &rq->hold);
@@ -430,7 +430,7 @@ static void ma_retarget_rec(struct ma_bubble *x, struct ma_holder *from, struct 
 	ma_list_for_each_entry(struct ma_entity, m, &x->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			if (m->sched_holder == from)
-				__atomic_store_n(&m->sched_holder, to, __ATOMIC_RELEASE);
+				ma_store_release(&m->sched_holder, to);
 		} else {
 			struct ma_bubble *s = ma_bubble_of_entity(m);
 			ma_spin_lock(&s->hold.lock);
@@ -496,7 +496,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 	bk.n = 0;
 	atomic_store(&b->status, MA_BUBBLE_OPENED);
 	b->burst_ns = ma_clock_ns();
-	__atomic_store_n(&b->e.last_level, (int)rq->level->id, __ATOMIC_RELAXED);
+	ma_write_once(&b->e.last_level, (int)rq->level->id);
 	/* Threads waiting in the cache go where their member goes; keep their order. */
 	struct ma_list cached;
 	ma_list_init(&cached);
@@ -506,7 +506,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 		cached.next->prev = &cached;
 		cached.prev->next = &cached;
 		ma_list_init(&b->cache);
-		__atomic_store_n(&b->nb_cached, 0, __ATOMIC_RELAXED);
+		ma_write_once(&b->nb_cached, 0);
 	}
 	/* Members become units: threads on rq, sub-bubbles closed units placed on rq. A
 	 * sub-bubble is placed only once its cache is complete (below): placed, it is
@@ -518,7 +518,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 	ma_list_for_each_entry(struct ma_entity, m, &b->members, member_node) {
 		if (m->type == MA_TASK_ENTITY) {
 			if (m->sched_holder == &b->hold)
-				__atomic_store_n(&m->sched_holder, &rq->hold, __ATOMIC_RELEASE);
+				ma_store_release(&m->sched_holder, &rq->hold);
 			continue;
 		}
 		struct ma_bubble *s = ma_bubble_of_entity(m);
@@ -530,13 +530,13 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 	while (!ma_list_empty(&cached)) {
 		struct ma_entity *c = ma_container_of(cached.next, struct ma_entity, run_node);
 		ma_list_del(&c->run_node);
-		__atomic_store_n(&c->ready_holder, NULL, __ATOMIC_RELAXED);
+		ma_write_once(&c->ready_holder, NULL);
 		struct ma_entity *m = ma_member_containing(b, c);
 		if (!m) {
 			/* Its bubble left b while it waited in b's cache (moved out as a unit of its
 			 * own): it runs where b bursts until its bubble's next gather or placement
 			 * takes it back, rather than going to a cache nobody serves. */
-			__atomic_store_n(&c->sched_holder, &rq->hold, __ATOMIC_RELEASE);
+			ma_store_release(&c->sched_holder, &rq->hold);
 			m = c;
 		}
 		ma_back_quiet(c, &bk);
@@ -556,7 +556,7 @@ int ma_bubble_burst_seen(struct ma_bubble *b, struct ma_runqueue *rq, const stru
 		struct ma_bubble *s = ma_bubble_of_entity(m);
 		ma_spin_lock(&s->hold.lock);
 		if (atomic_load(&s->status) != MA_BUBBLE_OPENED)
-			__atomic_store_n(&s->e.sched_holder, &rq->hold, __ATOMIC_RELEASE);
+			ma_store_release(&s->e.sched_holder, &rq->hold);
 		if (!s->queued && !ma_list_empty(&s->cache) && atomic_load(&s->status) == MA_BUBBLE_CLOSED && s->e.sched_holder == &rq->hold) {
 			s->queued = 1;
 			ma_rq_enqueue(rq, &s->e);
@@ -608,7 +608,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 		}
 		return;
 	}
-	int vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+	int vp = ma_read_once(&t->last_vp);
 	if (s == MA_TASK_RUNNING && vp >= 0 && (unsigned)vp < ma_rt.nb_vps)
 		ma_preempt_request(&ma_rt.workers[vp]);
 }
@@ -632,7 +632,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_ba
 		if (t->pinned || atomic_load(&t->state) == MA_TASK_BORN)
 			continue;
 		for (;;) {
-			struct ma_holder *h = __atomic_load_n(&m->sched_holder, __ATOMIC_ACQUIRE);
+			struct ma_holder *h = ma_load_acquire(&m->sched_holder);
 			if (h == &u->hold)
 				break;
 			int queued = 0;
@@ -643,11 +643,11 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_ba
 					ma_cache_del(hb, m);
 					queued = 1;
 				}
-				__atomic_store_n(&m->sched_holder, &u->hold, __ATOMIC_RELEASE);
+				ma_store_release(&m->sched_holder, &u->hold);
 			} else {
 				struct ma_runqueue *rq = ma_rq_of_holder(h);
 				ma_spin_lock(&rq->hold.lock);
-				if (__atomic_load_n(&m->sched_holder, __ATOMIC_RELAXED) != h) {
+				if (ma_read_once(&m->sched_holder) != h) {
 					ma_spin_unlock(&rq->hold.lock);
 					continue;
 				}
@@ -655,7 +655,7 @@ static void ma_gather_rec(struct ma_bubble *u, struct ma_bubble *x, struct ma_ba
 					ma_rq_dequeue_locked(rq, m);
 					queued = 1;
 				}
-				__atomic_store_n(&m->sched_holder, &u->hold, __ATOMIC_RELEASE);
+				ma_store_release(&m->sched_holder, &u->hold);
 				ma_spin_unlock(&rq->hold.lock);
 			}
 			if (queued) {
@@ -849,7 +849,7 @@ struct marcel_task *ma_bubble_picked(struct ma_worker *w, struct ma_runqueue *rq
 		if (!ma_list_empty(&b->cache) && atomic_load(&b->status) != MA_BUBBLE_CLOSING) {
 			struct ma_entity *c = ma_container_of(b->cache.next, struct ma_entity, run_node);
 			ma_cache_del(b, c);
-			__atomic_store_n(&c->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
+			ma_write_once(&c->last_level, (int)rq->level->id);
 			t = ma_task_of_entity(c);
 		}
 		ma_rq_dequeue_locked(rq, &b->e);

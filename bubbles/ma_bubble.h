@@ -133,7 +133,7 @@ static inline int ma_bubble_dead(const struct ma_bubble *b)
 /* Changes b's cache count (b locked); strategies read it unlocked as an estimate. */
 static inline void ma_cached_add(struct ma_bubble *b, int d)
 {
-	__atomic_store_n(&b->nb_cached, b->nb_cached + (unsigned)d, __ATOMIC_RELAXED);
+	ma_write_once(&b->nb_cached, b->nb_cached + (unsigned)d);
 }
 
 /* Public storage must hold it. */
@@ -167,7 +167,7 @@ static inline struct ma_bubble *ma_bubble_of_entity(struct ma_entity *e)
 }
 static inline struct ma_bubble *ma_entity_parent(const struct ma_entity *e)
 {
-	struct ma_holder *h = __atomic_load_n(&e->natural_holder, __ATOMIC_RELAXED);
+	struct ma_holder *h = ma_read_once(&e->natural_holder);
 	return h ? ma_bubble_of_holder(h) : NULL;
 }
 static inline uint64_t ma_entity_uid(struct ma_entity *e)
@@ -186,7 +186,7 @@ struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *b) MA_HIDDEN;
 static inline struct ma_bubble *ma_bubble_get_raw(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_of(pub);
-	if (ma_likely(b && __atomic_load_n(&b->magic, __ATOMIC_ACQUIRE) == MA_BUBBLE_MAGIC))
+	if (ma_likely(b && ma_load_acquire(&b->magic) == MA_BUBBLE_MAGIC))
 		return b;
 	return ma_bubble_get_slow(pub);
 }
@@ -337,7 +337,7 @@ static inline void ma_private_add_seed(struct ma_bubble *b, struct marcel_task *
 	b->nb_members++;
 	b->unit.nb_born++;
 	t->e.explicit_member = (unsigned char)explicit_member;
-	__atomic_store_n(&t->e.natural_holder, &b->hold, __ATOMIC_RELEASE);
+	ma_store_release(&t->e.natural_holder, &b->hold);
 	atomic_store_explicit(&b->nb_threads_sub, atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 }
@@ -359,7 +359,7 @@ static inline void ma_private_task_exit(struct ma_bubble *b, struct marcel_task 
 	ma_list_del(&t->e.member_node);
 	b->nb_members--;
 	t->e.explicit_member = 0;
-	__atomic_store_n(&t->e.natural_holder, NULL, __ATOMIC_RELEASE);
+	ma_store_release(&t->e.natural_holder, NULL);
 	atomic_store_explicit(&b->nb_threads_sub, atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) - 1,
 			      memory_order_relaxed);
 	if (cpu_ns)

@@ -113,7 +113,7 @@ void ma_bubble_private_reinit(struct ma_bubble *b)
  * application must not, bubble.h) and holding something else now is not ours to touch. */
 static int ma_private_mine(const struct ma_worker *w, struct ma_bubble *b)
 {
-	return __atomic_load_n(&b->magic, __ATOMIC_RELAXED) == MA_BUBBLE_MAGIC &&
+	return ma_read_once(&b->magic) == MA_BUBBLE_MAGIC &&
 	       atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) == w;
 }
 
@@ -316,7 +316,7 @@ static void ma_private_hurry(struct ma_worker *w)
 	int me = (int)w->vp + 1, prio;
 	/* More VPs than processors: the one to serve us may need this processor, and a
 	 * round that gives it away may last a scheduler time slice. */
-	int oversubscribed = __atomic_load_n(&ma_rt.oversubscribed, __ATOMIC_RELAXED);
+	int oversubscribed = ma_read_once(&ma_rt.oversubscribed);
 	uint64_t until = ma_clock_ns() + MA_PRIVATE_PATIENCE_NS;
 	for (unsigned rounds = 1;; rounds++) {
 		/* Work placed here meanwhile comes first: the wait is for work, not for them. */

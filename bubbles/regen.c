@@ -141,10 +141,10 @@ static int ma_regen_wanted(struct ma_bubble *b)
 		return 0;
 	/* One read per topology item and VP, once per slice. A closed bubble counts once. */
 	for (unsigned i = 0; i < ma_rt.topo.nb_levels; i++)
-		if (__atomic_load_n(&ma_rt.rqs[i].nr_ready, __ATOMIC_RELAXED))
+		if (ma_read_once(&ma_rt.rqs[i].nr_ready))
 			return 1;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		if (__atomic_load_n(&ma_rt.workers[v].rq.nr_ready, __ATOMIC_RELAXED))
+		if (ma_read_once(&ma_rt.workers[v].rq.nr_ready))
 			return 1;
 	return 0;
 }

@@ -135,16 +135,16 @@ static void ma_snap_thread(struct ma_snap *c, struct marcel_task *t, int parent,
 	r->state = ma_snap_thread_state(st);
 	r->parent = parent;
 	r->depth = depth;
-	r->prio = __atomic_load_n(&t->e.prio, __ATOMIC_RELAXED);
+	r->prio = ma_read_once(&t->e.prio);
 	r->sched_level = t->e.sched_level;
 	r->load = t->e.load_hint >= 0 ? t->e.load_hint : 1;
 	r->nb_threads = 1;
 	r->nb_ready = st == MA_TASK_READY;
 	r->nb_running = st == MA_TASK_RUNNING;
 	r->cpu_ns = (long long)ma_task_cpu_ns(t);
-	r->last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
-	r->last_level = __atomic_load_n(&t->e.last_level, __ATOMIC_RELAXED);
-	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+	r->last_vp = ma_read_once(&t->last_vp);
+	r->last_level = ma_read_once(&t->e.last_level);
+	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	if (h && h->type == MA_BUBBLE_HOLDER) {
 		/* Its closed unit is an ancestor, already recorded (pre-order). */
 		const void *u = ma_bubble_of_holder(h);
@@ -181,9 +181,9 @@ static int ma_snap_bubble(struct ma_snap *c, struct ma_bubble *b, int parent, in
 	r->state = atomic_load(&b->status);
 	r->parent = parent;
 	r->depth = depth;
-	r->prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED);
+	r->prio = ma_read_once(&b->e.prio);
 	r->sched_level = b->e.sched_level;
-	r->last_level = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
+	r->last_level = ma_read_once(&b->e.last_level);
 	r->queue = ma_snap_queue_of(b->e.sched_holder);
 	long long load = 0, thr = 0, ready = 0, running = 0, memory = 0;
 	long long cpu = (long long)atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
@@ -264,7 +264,7 @@ static int ma_snap_queue(struct ma_snap *c, unsigned qi, struct ma_runqueue *rq)
 		}
 	ma_spin_unlock(&rq->hold.lock);
 	if (rq->vp >= 0) {
-		struct marcel_task *cur = __atomic_load_n(&ma_rt.workers[rq->vp].current, __ATOMIC_ACQUIRE);
+		struct marcel_task *cur = ma_load_acquire(&ma_rt.workers[rq->vp].current);
 		if (cur && !cur->is_idle)
 			q->running = ma_snap_lookup(c, cur);
 		if (q->running >= 0)

@@ -33,7 +33,7 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 		if (m->type == MA_TASK_ENTITY) {
 			struct marcel_task *t = ma_task_of_entity(m);
 			ma_task_stats(t, &sub);
-			int lv = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+			int lv = ma_read_once(&t->last_vp);
 			if (vp_votes && lv >= 0 && (unsigned)lv < ma_rt.nb_vps)
 				vp_votes[lv]++;
 		} else {
@@ -53,11 +53,11 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 
 void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes)
 {
-	*s = (struct ma_stats){ .last_vp = -1, .last_level = __atomic_load_n(&e->last_level, __ATOMIC_RELAXED) };
+	*s = (struct ma_stats){ .last_vp = -1, .last_level = ma_read_once(&e->last_level) };
 	if (e->type == MA_TASK_ENTITY) {
 		struct marcel_task *t = ma_task_of_entity(e);
 		ma_task_stats(t, s);
-		s->last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+		s->last_vp = ma_read_once(&t->last_vp);
 		return;
 	}
 	struct ma_bubble *b = ma_bubble_of_entity(e);

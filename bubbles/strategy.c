@@ -539,7 +539,7 @@ void ma_strategy_submit(struct ma_bubble *b)
 	}
 	/* No opinion: on its parent's queue, closed. */
 	struct ma_bubble *p = ma_entity_parent(&b->e);
-	struct ma_holder *h = p ? __atomic_load_n(&p->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
+	struct ma_holder *h = p ? ma_load_acquire(&p->e.sched_holder) : NULL;
 	ma_bubble_place(b, h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : &ma_rt.rqs[0]);
 }
 

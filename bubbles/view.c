@@ -239,7 +239,7 @@ static unsigned ma_queue_ready_locked(struct ma_runqueue *rq)
 				n++;
 				continue;
 			}
-			unsigned c = __atomic_load_n(&ma_bubble_of_entity(e)->nb_cached, __ATOMIC_RELAXED);
+			unsigned c = ma_read_once(&ma_bubble_of_entity(e)->nb_cached);
 			n += c ? c : 1;
 		}
 	return n;
@@ -247,7 +247,7 @@ static unsigned ma_queue_ready_locked(struct ma_runqueue *rq)
 
 static unsigned ma_queue_ready(struct ma_runqueue *rq)
 {
-	if (!__atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED))
+	if (!ma_read_once(&rq->nr_ready))
 		return 0;
 	ma_spin_lock(&rq->hold.lock);
 	unsigned n = ma_queue_ready_locked(rq);
@@ -259,9 +259,9 @@ static unsigned ma_queue_ready(struct ma_runqueue *rq)
  * then neither queued nor running); NULL if none. Inside ma_estimate_begin/end. */
 static const struct marcel_task *ma_vp_thread(const struct ma_worker *o)
 {
-	const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+	const struct marcel_task *cur = ma_load_acquire(&o->current);
 	if (!cur || cur == &o->idle)
-		cur = __atomic_load_n(&o->picked, __ATOMIC_ACQUIRE);
+		cur = ma_load_acquire(&o->picked);
 	return cur;
 }
 
@@ -269,9 +269,9 @@ static const struct marcel_task *ma_vp_thread(const struct ma_worker *o)
  * none (held in a unit not placed). Read without locks: only an estimate. */
 static struct ma_runqueue *ma_task_queue(const struct marcel_task *t)
 {
-	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED);
+	struct ma_holder *h = ma_read_once(&t->e.sched_holder);
 	if (h && h->type == MA_BUBBLE_HOLDER)
-		h = __atomic_load_n(&ma_bubble_of_holder(h)->e.sched_holder, __ATOMIC_RELAXED);
+		h = ma_read_once(&ma_bubble_of_holder(h)->e.sched_holder);
 	return h && h->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(h) : NULL;
 }
 
@@ -307,7 +307,7 @@ static void ma_view_counters(struct ma_vitem *it)
 		it[q].parent = l->parent ? (int)l->parent->id : -1;
 		it[q].depth = l->depth;
 		it[q].first_vp = l->first_vp;
-		it[q].queued = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED);
+		it[q].queued = ma_read_once(&rq->nr_ready);
 		it[q].incoming = (unsigned)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
 	}
 	for (unsigned v = 0; v < nv; v++) {
@@ -317,7 +317,7 @@ static void ma_view_counters(struct ma_vitem *it)
 		x->parent = (int)o->rq.level->id;
 		x->depth = o->rq.level->depth + 1;
 		x->first_vp = v;
-		x->queued = __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED);
+		x->queued = ma_read_once(&o->rq.nr_ready);
 		x->incoming = (unsigned)atomic_load_explicit(&o->rq.nr_incoming, memory_order_relaxed);
 		x->nb_vps = 1;
 		int s = atomic_load_explicit(&o->state, memory_order_relaxed);
@@ -334,7 +334,7 @@ static void ma_view_counters(struct ma_vitem *it)
 	struct ma_worker *est = ma_estimate_begin();
 	for (unsigned v = 0; v < nv; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+		const struct marcel_task *cur = ma_load_acquire(&o->current);
 		/* Busy as ma_rq_subtree_load has it: a VP looking for work is not. */
 		it[nl + v].busy = atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
 				  !cur->is_idle;
@@ -397,7 +397,7 @@ static int ma_view_home(const struct ma_entity *e)
 	struct ma_bubble *b = ma_entity_parent(e);
 	if (!b || b == ma_root_bubble || atomic_load_explicit(&b->status, memory_order_relaxed) != MA_BUBBLE_OPENED)
 		return -1;
-	return ma_holder_queue(__atomic_load_n(&b->e.sched_holder, __ATOMIC_RELAXED));
+	return ma_holder_queue(ma_read_once(&b->e.sched_holder));
 }
 
 /* Whether b is the root bubble, or an implicit bubble with only implicit bubbles between
@@ -429,26 +429,26 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	struct ma_vnode *n = &s->n;
 	struct ma_entity *e = &t->e;
 	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
-	long long hint = __atomic_load_n(&e->load_hint, __ATOMIC_RELAXED);
-	int last_vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
-	s->sched = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
-	s->ready = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
+	long long hint = ma_read_once(&e->load_hint);
+	int last_vp = ma_read_once(&t->last_vp);
+	s->sched = ma_load_acquire(&e->sched_holder);
+	s->ready = ma_load_acquire(&e->ready_holder);
 	n->id = t->id;
 	n->state = ma_vstate_of(st);
 	n->is_main = t->is_main;
 	n->pinned = t->pinned;
 	n->stray = atomic_load_explicit(&t->stray, memory_order_relaxed) != 0;
 	n->suspended = atomic_load_explicit(&t->suspend_req, memory_order_relaxed) != 0;
-	n->prio = __atomic_load_n(&e->prio, __ATOMIC_RELAXED);
+	n->prio = ma_read_once(&e->prio);
 	int q = ma_holder_queue(s->sched);
 	/* A thread not started gets its holder when it starts (bubble.c). */
 	n->item = st == MA_TASK_BORN ? -1 : q;
 	n->queued_item = ma_holder_queue(s->ready);
 	n->in_cache = s->ready && s->ready->type == MA_BUBBLE_HOLDER;
 	n->home = -1;
-	n->last_item = __atomic_load_n(&e->last_level, __ATOMIC_RELAXED);
+	n->last_item = ma_read_once(&e->last_level);
 	n->last_vp = last_vp >= 0 && (unsigned)last_vp < ma_rt.nb_vps ? last_vp : -1;
-	n->sched_level = __atomic_load_n(&e->sched_level, __ATOMIC_RELAXED);
+	n->sched_level = ma_read_once(&e->sched_level);
 	/* Left where its VP set put it; its load counts there. */
 	n->fixed_item = t->pinned ? (q >= 0 ? q : 0) : -1;
 	n->pref_node = -1;
@@ -464,9 +464,9 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
 {
 	struct ma_vnode *n = &s->n;
-	long long hint = __atomic_load_n(&b->e.load_hint, __ATOMIC_RELAXED);
-	s->sched = __atomic_load_n(&b->e.sched_holder, __ATOMIC_ACQUIRE);
-	s->ready = __atomic_load_n(&b->e.ready_holder, __ATOMIC_ACQUIRE);
+	long long hint = ma_read_once(&b->e.load_hint);
+	s->sched = ma_load_acquire(&b->e.sched_holder);
+	s->ready = ma_load_acquire(&b->e.ready_holder);
 	s->status = atomic_load(&b->status);
 	s->fixed_item = b->fixed_item;
 	s->memory = b->ranges != NULL;
@@ -475,18 +475,18 @@ static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
 	n->woken = b->woken;
 	n->implicit = b->implicit;
 	n->counted = b->counted;
-	n->prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED);
+	n->prio = ma_read_once(&b->e.prio);
 	n->item = ma_holder_queue(s->sched);
 	n->queued_item = ma_holder_queue(s->ready);
 	n->home = -1;
-	n->last_item = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED);
+	n->last_item = ma_read_once(&b->e.last_level);
 	n->last_vp = -1;
-	n->sched_level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED);
+	n->sched_level = ma_read_once(&b->e.sched_level);
 	n->fixed_item = b->fixed_item;
 	n->pref_node = -1;
 	n->load_hint = hint >= 0 ? (double)hint : -1;
 	n->load = hint >= 0 ? (double)hint : 0;
-	n->nb_cached = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED);
+	n->nb_cached = ma_read_once(&b->nb_cached);
 	n->nb_members = b->nb_members;
 	n->timeslice_us = b->timeslice_us;
 	n->cpu_ns = atomic_load_explicit(&b->cpu_ended_ns, memory_order_relaxed);
@@ -755,7 +755,7 @@ static void ma_pframe_abandon(struct ma_pframe *f)
 
 static double ma_hint_or(const struct ma_entity *e, double none)
 {
-	long long h = __atomic_load_n(&e->load_hint, __ATOMIC_RELAXED);
+	long long h = ma_read_once(&e->load_hint);
 	return h >= 0 ? (double)h : none;
 }
 
@@ -795,7 +795,7 @@ static int ma_view_placed_walk(struct ma_view_rt *rt, double *placed, const stru
 				continue;
 			}
 			struct marcel_task *t = ma_task_of_entity(m);
-			int item = ma_placed_item(__atomic_load_n(&m->sched_holder, __ATOMIC_ACQUIRE));
+			int item = ma_placed_item(ma_load_acquire(&m->sched_holder));
 			int st = atomic_load_explicit(&t->state, memory_order_relaxed);
 			if (item >= 0 && st != MA_TASK_BORN && st != MA_TASK_FREE && st != MA_TASK_DEAD && !t->is_main &&
 			    !t->is_idle)
@@ -993,7 +993,7 @@ static unsigned ma_view_waiting_locked(struct ma_view_rt *rt, struct ma_runqueue
 				continue;
 			}
 			struct ma_bubble *b = ma_bubble_of_entity(e);
-			unsigned c = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED);
+			unsigned c = ma_read_once(&b->nb_cached);
 			ready += c ? c : 1;
 			/* Met out of order (we hold its queue): only try-locked. One that is busy
 			 * is left out, as a thief holding the queue would leave it. */
@@ -1020,7 +1020,7 @@ int ma_view_build_vp(struct ma_view *v, const struct ma_worker *w, unsigned flag
 	unsigned nq = ma_rt.topo.nb_levels + ma_rt.nb_vps;
 	for (unsigned q = 0; q < nq; q++) {
 		struct ma_runqueue *rq = ma_view_queue((int)q);
-		if (!__atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED)) {
+		if (!ma_read_once(&rq->nr_ready)) {
 			it[q].ready = 0;
 			continue;
 		}
@@ -1124,7 +1124,7 @@ unsigned long ma_view_load_now(int q, const struct ma_worker *self)
 static unsigned long ma_item_work(const struct ma_level *l)
 {
 	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
-	unsigned long n = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+	unsigned long n = ma_read_once(&rq->nr_ready) +
 			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
 	for (unsigned i = 0; i < l->arity; i++)
 		n += ma_item_work(l->children[i]);
@@ -1135,17 +1135,17 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 {
 	if (rq->vp >= 0) {
 		const struct ma_worker *w = &ma_rt.workers[rq->vp];
-		return __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+		return ma_read_once(&rq->nr_ready) +
 		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
 	}
 	const struct ma_level *l = rq->level;
 	unsigned long n = ma_item_work(l);
 	for (unsigned v = l->first_vp; v < l->first_vp + l->nb_vps && v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		n += __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED);
+		n += ma_read_once(&o->rq.nr_ready);
 		/* Acquire: cur may be a seed that VP just began to run inline (seed.c stores
 		 * current with release), and its is_idle is read. */
-		const struct marcel_task *cur = __atomic_load_n(&o->current, __ATOMIC_ACQUIRE);
+		const struct marcel_task *cur = ma_load_acquire(&o->current);
 		n += atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur && !cur->is_idle;
 	}
 	return n;
@@ -1156,7 +1156,7 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 {
 	/* Queued on rq, which the caller holds, b cannot be destroyed; its fields are read
 	 * without its lock (find_next meets it out of order), as estimates. */
-	long long hint = __atomic_load_n(&b->e.load_hint, __ATOMIC_RELAXED);
+	long long hint = ma_read_once(&b->e.load_hint);
 	long count = b->counted ? atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) : 0;
 	int q = ma_view_queue_number(rq);
 	pv->topo = &ma_rt.topo;
@@ -1170,18 +1170,18 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 		.implicit = b->implicit,
 		.outer = (unsigned char)ma_bubble_outer(b),
 		.counted = b->counted,
-		.prio = __atomic_load_n(&b->e.prio, __ATOMIC_RELAXED),
+		.prio = ma_read_once(&b->e.prio),
 		.item = q,
 		.queued_item = q,
 		.home = -1,
-		.last_item = __atomic_load_n(&b->e.last_level, __ATOMIC_RELAXED),
+		.last_item = ma_read_once(&b->e.last_level),
 		.last_vp = -1,
-		.sched_level = __atomic_load_n(&b->e.sched_level, __ATOMIC_RELAXED),
+		.sched_level = ma_read_once(&b->e.sched_level),
 		.fixed_item = b->fixed_item,
 		.pref_node = -1,
 		.load_hint = hint >= 0 ? (double)hint : -1,
 		.nb_threads = count > 0 ? (unsigned)count : 0,
-		.nb_cached = __atomic_load_n(&b->nb_cached, __ATOMIC_RELAXED),
+		.nb_cached = ma_read_once(&b->nb_cached),
 	};
 	/* Without a walk, a load without a hint is its threads as far as they are known. */
 	pv->b.load = hint >= 0 ? (double)hint
@@ -1205,7 +1205,7 @@ static unsigned long ma_item_queued(const struct ma_level *l)
 	if (!l->nb_vps)
 		return 0;
 	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
-	unsigned long n = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) +
+	unsigned long n = ma_read_once(&rq->nr_ready) +
 			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
 	for (unsigned i = 0; i < l->arity; i++)
 		n += ma_item_queued(l->children[i]);
@@ -1221,7 +1221,7 @@ static unsigned long ma_rq_running(const struct ma_runqueue *rq, const struct ma
 	struct ma_worker *est = ma_estimate_begin();
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		const struct marcel_task *t = ma_vp_thread(&ma_rt.workers[v]);
-		if (!t || __atomic_load_n(&t->e.sched_holder, __ATOMIC_RELAXED) == &except->hold)
+		if (!t || ma_read_once(&t->e.sched_holder) == &except->hold)
 			continue;
 		const struct ma_runqueue *q = ma_task_queue(t);
 		n += q ? ma_rq_within(q, rq) : ma_rq_seen_by(rq, (unsigned)v);
@@ -1246,7 +1246,7 @@ static int ma_sibling_below(struct ma_bubble *b, const struct ma_runqueue *rq)
 		if (m == &b->e || m->type != MA_BUBBLE_ENTITY)
 			continue;
 		struct ma_bubble *sb = ma_bubble_of_entity(m);
-		struct ma_holder *h = __atomic_load_n(&sb->e.sched_holder, __ATOMIC_ACQUIRE);
+		struct ma_holder *h = ma_load_acquire(&sb->e.sched_holder);
 		if (h && h->type == MA_RUNQUEUE_HOLDER && atomic_load(&sb->status) == MA_BUBBLE_CLOSED &&
 		    ma_rq_within(ma_rq_of_holder(h), rq)) {
 			found = 1;
@@ -1268,7 +1268,7 @@ void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, st
 	for (unsigned v = lo; v < hi; v++)
 		if (ma_rq_seen_by(rq, v)) {
 			const struct ma_runqueue *q = &ma_rt.workers[v].rq;
-			x->queued += __atomic_load_n(&q->nr_ready, __ATOMIC_RELAXED) +
+			x->queued += ma_read_once(&q->nr_ready) +
 				     (unsigned long)atomic_load_explicit(&q->nr_incoming, memory_order_relaxed);
 		}
 	x->running = ma_rq_running(rq, b);

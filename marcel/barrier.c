@@ -153,6 +153,6 @@ int marcel_barrier_getcount(const marcel_barrier_t *b, unsigned *count)
 {
 	if (!b || !count)
 		return EINVAL;
-	*count = __atomic_load_n(&b->__count, __ATOMIC_RELAXED);
+	*count = ma_read_once(&b->__count);
 	return 0;
 }

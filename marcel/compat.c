@@ -120,7 +120,7 @@ int marcel_sched_setparam(marcel_t t, const struct marcel_sched_param *param)
 	if (!ma_task_alive(t))
 		return ESRCH;
 	/* Read when the thread is next queued; a queued one keeps its place until then. */
-	__atomic_store_n(&t->e.prio, param->sched_priority, __ATOMIC_RELAXED);
+	ma_write_once(&t->e.prio, param->sched_priority);
 	return 0;
 }
 

@@ -91,7 +91,7 @@ int marcel_cond_destroy(marcel_cond_t *c)
  * acting, so the cleanup handlers run with the mutex held (POSIX). */
 static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
 {
-	if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != ma_owner_self())
+	if (ma_read_once(&m->__owner) != ma_owner_self())
 		return EPERM;
 	struct marcel_task *self = ma_task_self();
 	ma_cancel_point(self);

@@ -50,8 +50,8 @@ static unsigned long ma_cpu_clock_events(void)
 {
 	unsigned long n = 0;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		n += __atomic_load_n(&ma_rt.workers[v].nr_switches, __ATOMIC_RELAXED) +
-		     __atomic_load_n(&ma_rt.workers[v].nr_seed_runs, __ATOMIC_RELAXED);
+		n += ma_read_once(&ma_rt.workers[v].nr_switches) +
+		     ma_read_once(&ma_rt.workers[v].nr_seed_runs);
 	return n;
 }
 

@@ -236,7 +236,7 @@ struct ma_u32_check {
 static int ma_u32_check(const void *arg)
 {
 	const struct ma_u32_check *c = arg;
-	return __atomic_load_n(c->addr, __ATOMIC_SEQ_CST) == c->val;
+	return ma_load_seq_cst(c->addr) == c->val;
 }
 
 int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline)
@@ -311,7 +311,7 @@ struct ma_masked_check {
 static int ma_masked_check(const void *arg)
 {
 	const struct ma_masked_check *c = arg;
-	return (__atomic_load_n(c->addr, __ATOMIC_SEQ_CST) & c->mask) == c->val;
+	return (ma_load_seq_cst(c->addr) & c->mask) == c->val;
 }
 
 int marcel_futex_wait(marcel_futex_t *futex, unsigned long *addr, unsigned long mask,

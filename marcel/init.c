@@ -161,9 +161,9 @@ static void ma_polling_set(int shared)
 	unsigned spin = ma_rt.opt.spin >= 0 ? (unsigned)ma_rt.opt.spin : ma_rt.nb_vps > 1 && !over ? 100 : 0;
 	/* Two callers at once leave one's setting, not a mix of both. */
 	ma_spin_lock(&lock);
-	__atomic_store_n(&ma_rt.oversubscribed, over, __ATOMIC_RELAXED);
-	__atomic_store_n(&ma_rt.idle_spin_us, idle, __ATOMIC_RELAXED);
-	__atomic_store_n(&ma_rt.spin_limit, spin, __ATOMIC_RELAXED);
+	ma_write_once(&ma_rt.oversubscribed, over);
+	ma_write_once(&ma_rt.idle_spin_us, idle);
+	ma_write_once(&ma_rt.spin_limit, spin);
 	ma_spin_unlock(&lock);
 }
 
@@ -323,7 +323,7 @@ void ma_main_home(void)
 	 * if marcel_disable_vps took it away: it would never run main). */
 	marcel_vpset_t vp0 = MARCEL_VPSET_VP(0);
 	marcel_enable_vps(&vp0);
-	__atomic_store_n(&m->e.sched_holder, &ma_rt.workers[0].rq.hold, __ATOMIC_RELEASE);
+	ma_store_release(&m->e.sched_holder, &ma_rt.workers[0].rq.hold);
 	while ((w = ma_worker_self()) != &ma_rt.workers[0]) {
 		m->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, m);

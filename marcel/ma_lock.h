@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ma_arch.h"
+#include "ma_atomic.h"
 
 /*
  * One round of a busy wait. After a few pause instructions it gives the processor away:

@@ -158,7 +158,7 @@ static inline void *ma_owner_self(void)
  * default that is 0 on a single VP or with more VPs than processors). */
 static inline unsigned ma_spin_limit(void)
 {
-	return __atomic_load_n(&ma_rt.spin_limit, __ATOMIC_RELAXED);
+	return ma_read_once(&ma_rt.spin_limit);
 }
 
 /* Whether spinning for owner can pay off: it runs right now on another worker. */

@@ -34,7 +34,7 @@ void ma_tls_check_switch_slow(struct marcel_task *self, struct marcel_task *from
  */
 static inline void ma_tls_check_switch(struct marcel_task *self, struct marcel_task *from)
 {
-	if (ma_unlikely(__atomic_load_n(&ma_tls_watch, __ATOMIC_RELAXED)))
+	if (ma_unlikely(ma_read_once(&ma_tls_watch)))
 		ma_tls_check_switch_slow(self, from);
 }
 

@@ -60,7 +60,7 @@ void ma_trace_emit(enum ma_trace_kind k, uint64_t a, uint64_t b, const char *nam
 /* For a site that emits several events under one test: if (ma_unlikely(ma_tracing())). */
 static inline int ma_tracing(void)
 {
-	return __atomic_load_n(&ma_trace_active, __ATOMIC_RELAXED);
+	return ma_read_once(&ma_trace_active);
 }
 
 #define MA_TRACE(k, a, b, name)                                                             \

@@ -18,7 +18,7 @@ static inline atomic_int *ma_mstate(marcel_mutex_t *m)
 
 static inline void *ma_mowner(const marcel_mutex_t *m)
 {
-	return __atomic_load_n(&m->__owner, __ATOMIC_RELAXED);
+	return ma_read_once(&m->__owner);
 }
 
 /* ---- attributes ---- */
@@ -105,7 +105,7 @@ static int ma_mutex_spin(marcel_mutex_t *m)
 	unsigned limit = ma_spin_limit();
 	if (!limit)
 		return 0;
-	int estimate = __atomic_load_n(&m->__spins, __ATOMIC_RELAXED);
+	int estimate = ma_read_once(&m->__spins);
 	unsigned max = (unsigned)estimate * 2 + 10;
 	if (max > limit)
 		max = limit;
@@ -126,7 +126,7 @@ static int ma_mutex_spin(marcel_mutex_t *m)
 		ma_cpu_relax();
 	}
 	ma_spin_notify(0);
-	__atomic_store_n(&m->__spins, estimate + ((int)i - estimate) / 8, __ATOMIC_RELAXED);
+	ma_write_once(&m->__spins, estimate + ((int)i - estimate) / 8);
 	return got;
 }
 
@@ -145,7 +145,7 @@ static int ma_mutex_acquire(marcel_mutex_t *m, void *self, uint64_t deadline)
 			return ETIMEDOUT;
 	}
 owned:
-	__atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+	ma_write_once(&m->__owner, self);
 	m->__count = 1;
 	return 0;
 }
@@ -196,7 +196,7 @@ int marcel_mutex_trylock(marcel_mutex_t *m)
 	if (!atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD, memory_order_acquire,
 						     memory_order_relaxed))
 		return EBUSY;
-	__atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+	ma_write_once(&m->__owner, self);
 	m->__count = 1;
 	return 0;
 }
@@ -209,7 +209,7 @@ int marcel_mutex_unlock(marcel_mutex_t *m)
 		return EPERM;
 	if (--m->__count)
 		return 0;
-	__atomic_store_n(&m->__owner, NULL, __ATOMIC_RELAXED);
+	ma_write_once(&m->__owner, NULL);
 	if (ma_unlikely(atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_FREE, memory_order_release) ==
 			MA_MUTEX_CONTENDED))
 		ma_fwake(m, 1);

@@ -339,7 +339,7 @@ void ma_preempt_thread_end(const struct ma_carrier *c)
 /* The kernel thread carrying w now, 0 if unknown (it could not be recorded). */
 static pid_t ma_preempt_tid_of(struct ma_worker *w)
 {
-	const struct ma_carrier *c = __atomic_load_n(&w->carrier, __ATOMIC_RELAXED);
+	const struct ma_carrier *c = ma_read_once(&w->carrier);
 	pid_t tid = 0;
 	ma_spin_lock(&ma_pt.kt_lock);
 	for (struct ma_preempt_kt *k = ma_pt.kts; k; k = k->next)
@@ -465,10 +465,10 @@ static int ma_preempt_worthwhile(struct ma_worker *w, struct marcel_task *cur, u
 	int prio;
 	/* Private bubbles (bubbles/private.c) may hold seeds nobody took: the yield
 	 * publishes them, and they run as queued threads would. */
-	return __atomic_load_n(&w->runnext, __ATOMIC_RELAXED) ||
+	return ma_read_once(&w->runnext) ||
 	       atomic_load_explicit(&w->nb_private, memory_order_relaxed) ||
 	       atomic_load_explicit(&w->timer_next, memory_order_relaxed) <= now ||
-	       ma_peek_next(w, __atomic_load_n(&cur->e.prio, __ATOMIC_RELAXED), &prio);
+	       ma_peek_next(w, ma_read_once(&cur->e.prio), &prio);
 }
 
 /* Returns whether some VP has a thread that others wait behind (slice over or not). */
@@ -479,8 +479,8 @@ static int ma_preempt_tick(uint64_t now, uint64_t prev_tick)
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		struct ma_worker *w = &ma_rt.workers[v];
 		struct ma_preempt_vp *p = &ma_pvp[v];
-		struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-		unsigned long switches = __atomic_load_n(&w->nr_switches, __ATOMIC_RELAXED);
+		struct marcel_task *cur = ma_read_once(&w->current);
+		unsigned long switches = ma_read_once(&w->nr_switches);
 		struct marcel_task *tg = atomic_load_explicit(&p->target, memory_order_relaxed);
 		if (cur != p->seen || switches != p->seen_switches) {
 			/* It switched: a fresh slice, which began at a preemption if one was
@@ -524,7 +524,7 @@ static int ma_preempt_retry_requests(void)
 			continue;
 		struct ma_worker *w = &ma_rt.workers[v];
 		struct marcel_task *tg = atomic_load(&p->target);
-		if (!tg || tg != __atomic_load_n(&w->current, __ATOMIC_RELAXED)) {
+		if (!tg || tg != ma_read_once(&w->current)) {
 			if (atomic_exchange(&p->requested, 0) && tg)
 				atomic_compare_exchange_strong(&p->target, &tg, NULL);
 			continue;
@@ -675,7 +675,7 @@ void ma_preempt_request(struct ma_worker *w)
 		return;
 	struct ma_preempt_vp *p = &ma_pvp[w->vp];
 	/* Acquire, as cur's is_idle is read (current is stored with release). */
-	struct marcel_task *cur = __atomic_load_n(&w->current, __ATOMIC_ACQUIRE);
+	struct marcel_task *cur = ma_load_acquire(&w->current);
 	if (!cur || cur->is_idle)
 		return;
 	atomic_store(&p->target, cur);

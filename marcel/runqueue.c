@@ -36,14 +36,14 @@ void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 {
 	/* prio may be changed by marcel_sched_setparam at any time: read it once, and
 	 * remember which list the entity went to. */
-	int p = __atomic_load_n(&e->prio, __ATOMIC_RELAXED);
+	int p = ma_read_once(&e->prio);
 	e->queued_prio = p;
 	ma_list_add_tail(&rq->queue[p], &e->run_node);
 	atomic_store_explicit(&rq->bitmap,
 			      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p),
 			      memory_order_relaxed);
-	__atomic_store_n(&rq->nr_ready, rq->nr_ready + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->ready_holder, &rq->hold, __ATOMIC_RELAXED);
+	ma_write_once(&rq->nr_ready, rq->nr_ready + 1);
+	ma_write_once(&e->ready_holder, &rq->hold);
 }
 
 void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
@@ -54,9 +54,9 @@ void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 				      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &
 					      ~(1ULL << e->queued_prio),
 				      memory_order_relaxed);
-	__atomic_store_n(&rq->nr_ready, rq->nr_ready - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&rq->nr_taken, rq->nr_taken + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
+	ma_write_once(&rq->nr_ready, rq->nr_ready - 1);
+	ma_write_once(&rq->nr_taken, rq->nr_taken + 1);
+	ma_write_once(&e->ready_holder, NULL);
 }
 
 int ma_rq_served(const struct ma_runqueue *rq)
@@ -77,7 +77,7 @@ int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 	for (;;) {
 		ma_spin_lock(&q->hold.lock);
 		/* A strategy may have moved it since the caller read its holder (bubbles/). */
-		if (ma_unlikely(__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+		if (ma_unlikely(ma_read_once(&e->sched_holder) != &rq->hold)) {
 			ma_spin_unlock(&q->hold.lock);
 			return 0;
 		}
@@ -137,7 +137,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 		return NULL;
 	}
 	if (rn) {
-		int rprio = __atomic_load_n(&rn->e.prio, __ATOMIC_RELAXED), qprio;
+		int rprio = ma_read_once(&rn->e.prio), qprio;
 		struct ma_runqueue *q = ma_peek_next(w, worst_prio, &qprio);
 		if (rprio <= worst_prio && (!q || rprio <= qprio)) {
 			w->runnext = NULL;
@@ -165,7 +165,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 				continue;
 			}
 			ma_rq_dequeue_locked(rq, e);
-			__atomic_store_n(&e->last_level, (int)rq->level->id, __ATOMIC_RELAXED);
+			ma_write_once(&e->last_level, (int)rq->level->id);
 			/* An enqueue skips the wake-up when a worker spins, but that worker takes
 			 * one entity: whoever takes one from a shared queue that still holds work,
 			 * with nobody spinning, wakes the next sleeper, so wake-ups chain. */
@@ -188,7 +188,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 void ma_entity_enqueue(struct ma_entity *e)
 {
 	for (;;) {
-		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		struct ma_holder *h = ma_load_acquire(&e->sched_holder);
 		if (ma_likely(h->type == MA_RUNQUEUE_HOLDER)) {
 			if (ma_likely(ma_rq_enqueue(ma_rq_of_holder(h), e)))
 				return;
@@ -200,11 +200,11 @@ void ma_entity_enqueue(struct ma_entity *e)
 
 int ma_entity_claim_ready(struct ma_entity *e)
 {
-	struct ma_holder *h = __atomic_load_n(&e->ready_holder, __ATOMIC_ACQUIRE);
+	struct ma_holder *h = ma_load_acquire(&e->ready_holder);
 	if (!h)
 		return 0;
 	ma_spin_lock(&h->lock);
-	int ok = __atomic_load_n(&e->ready_holder, __ATOMIC_RELAXED) == h;
+	int ok = ma_read_once(&e->ready_holder) == h;
 	if (ok && h->type == MA_RUNQUEUE_HOLDER)
 		ma_rq_dequeue_locked(ma_rq_of_holder(h), e);
 	else if (ok)
@@ -216,11 +216,11 @@ int ma_entity_claim_ready(struct ma_entity *e)
 void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
 {
 	for (;;) {
-		struct ma_holder *h = __atomic_load_n(&e->sched_holder, __ATOMIC_ACQUIRE);
+		struct ma_holder *h = ma_load_acquire(&e->sched_holder);
 		if (h == nh)
 			return;
 		ma_spin_lock(&h->lock);
-		if (__atomic_load_n(&e->sched_holder, __ATOMIC_RELAXED) != h) {
+		if (ma_read_once(&e->sched_holder) != h) {
 			ma_spin_unlock(&h->lock);
 			continue;
 		}
@@ -231,7 +231,7 @@ void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
 			else
 				(void)ma_hook_holder_take_locked(h, e, 0);
 		}
-		__atomic_store_n(&e->sched_holder, nh, __ATOMIC_RELEASE);
+		ma_store_release(&e->sched_holder, nh);
 		ma_spin_unlock(&h->lock);
 		if (queued)
 			ma_entity_enqueue(e);

@@ -125,7 +125,7 @@ static int ma_rd_drop(struct marcel_task *t, marcel_rwlock_t *l)
 /* The sequence words are read without the lock by the wait queue's check. */
 static inline void ma_seq_bump(unsigned *seq)
 {
-	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	ma_write_once(seq, ma_read_once(seq) + 1);
 }
 
 /* Blocks on *seq (read under the lock as `seq_seen`) after dropping the lock. */
@@ -157,7 +157,7 @@ static int ma_rw_rdlock(marcel_rwlock_t *l, uint64_t deadline, int try)
 			goto out;
 		}
 		l->__rwaiting++;
-		e = ma_rw_block(l, &l->__rseq, __atomic_load_n(&l->__rseq, __ATOMIC_RELAXED), deadline);
+		e = ma_rw_block(l, &l->__rseq, ma_read_once(&l->__rseq), deadline);
 		l->__rwaiting--;
 		if (e == ETIMEDOUT && (l->__writer || l->__wwaiting))
 			goto out;
@@ -192,7 +192,7 @@ static int ma_rw_wrlock(marcel_rwlock_t *l, uint64_t deadline, int try)
 			goto out;
 		}
 		l->__wwaiting++;
-		e = ma_rw_block(l, &l->__wseq, __atomic_load_n(&l->__wseq, __ATOMIC_RELAXED), deadline);
+		e = ma_rw_block(l, &l->__wseq, ma_read_once(&l->__wseq), deadline);
 		l->__wwaiting--;
 		if (e == ETIMEDOUT && (l->__writer || l->__readers)) {
 			/* Readers held back for us may go now. */

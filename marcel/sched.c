@@ -101,7 +101,7 @@ ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
  * and may move it (ma_entity_move_to_holder, ma_bubble_place, ma_bubble_burst). */
 static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_task *t)
 {
-	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	if (h && h->type != MA_RUNQUEUE_HOLDER) {
 		/* Held by a closed bubble: where it is served from, if it serves anything. */
 		h = ma_hook_holder_serving(h);
@@ -132,7 +132,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		if (ma_stack_bind(w, next)) {
 			/* Out of memory for a stack: leave it queued for later and let the worker
 			 * do something else; nothing is lost. */
-			__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
+			ma_write_once(&w->picked, NULL);
 			ma_entity_enqueue(&next->e);
 			if (prev == &w->idle) {
 				usleep(1000);
@@ -148,7 +148,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	if (ma_unlikely(!next->is_idle && !ma_still_ours(w, next))) {
 		/* Moved since we took it: it goes there now rather than after a run here (it
 		 * would only follow the move at its next yield). */
-		__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
+		ma_write_once(&w->picked, NULL);
 		ma_entity_enqueue(&next->e);
 		if (prev == &w->idle)
 			return;
@@ -158,13 +158,13 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	}
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
-	__atomic_store_n(&next->last_vp, (int)w->vp, __ATOMIC_RELAXED);
+	ma_write_once(&next->last_vp, (int)w->vp);
 	/* Release: load estimates read next's fields through it (strategies/common_steal.c). */
-	__atomic_store_n(&w->current, next, __ATOMIC_RELEASE);
-	__atomic_store_n(&w->picked, NULL, __ATOMIC_RELAXED);
+	ma_store_release(&w->current, next);
+	ma_write_once(&w->picked, NULL);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
 	ma_cpu_charge(w, prev);
-	__atomic_store_n(&w->nr_switches, w->nr_switches + 1, __ATOMIC_RELAXED);
+	ma_write_once(&w->nr_switches, w->nr_switches + 1);
 	if (ma_unlikely(ma_tracing())) {
 		if (!prev->is_idle)
 			ma_trace_emit(MA_TR_THREAD_STOP, prev->id, 0, prev->name);
@@ -295,7 +295,7 @@ static void ma_make_ready(struct marcel_task *t)
 		if (atomic_load(&t->on_cpu) || !atomic_exchange(&t->wake_pending, 0))
 			return;
 	}
-	struct ma_holder *h = __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE);
+	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	struct ma_worker *w = ma_worker_self();
 	if (w && !w->runnext && h->type == MA_RUNQUEUE_HOLDER) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
@@ -341,7 +341,7 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 	struct marcel_task *t = wt->task;
 	/* Only take over a waiter that last ran here: pulling it from another worker would
 	 * trade its cache for a queue round trip. */
-	struct ma_holder *h = t ? __atomic_load_n(&t->e.sched_holder, __ATOMIC_ACQUIRE) : NULL;
+	struct ma_holder *h = t ? ma_load_acquire(&t->e.sched_holder) : NULL;
 	if (!t || t->last_vp != (int)w->vp || h->type != MA_RUNQUEUE_HOLDER ||
 	    ma_path_index(w, ma_rq_of_holder(h)) < 0) {
 		ma_waiter_wake(wt);
@@ -399,9 +399,9 @@ int marcel_yield(void)
 		ma_schedule_blocked(w, cur);
 		return 0;
 	}
-	int prio, my_prio = __atomic_load_n(&cur->e.prio, __ATOMIC_RELAXED);
+	int prio, my_prio = ma_read_once(&cur->e.prio);
 	struct marcel_task *rn = w->runnext;
-	if (rn && __atomic_load_n(&rn->e.prio, __ATOMIC_RELAXED) <= my_prio) {
+	if (rn && ma_read_once(&rn->e.prio) <= my_prio) {
 		w->runnext = NULL;
 		if (!ma_park_if_suspended(rn)) {
 			cur->post = MA_POST_REQUEUE;
@@ -412,11 +412,11 @@ int marcel_yield(void)
 	struct ma_runqueue *rq = ma_pick_next(w, my_prio, &prio);
 	if (!rq)
 		return ma_yield_stay(cur);
-	if (&rq->hold == __atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED)) {
+	if (&rq->hold == ma_read_once(&cur->e.sched_holder)) {
 		/* Common case: swap with the head of our own queue under one lock. */
 		ma_spin_lock(&rq->hold.lock);
 		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
-		if (ma_unlikely(__atomic_load_n(&cur->e.sched_holder, __ATOMIC_RELAXED) != &rq->hold)) {
+		if (ma_unlikely(ma_read_once(&cur->e.sched_holder) != &rq->hold)) {
 			/* A strategy moved us meanwhile. */
 			ma_spin_unlock(&rq->hold.lock);
 			goto slow;
@@ -442,8 +442,8 @@ int marcel_yield(void)
 			ma_list_del(&e->run_node);
 			ma_list_add_tail(&rq->queue[p], &cur->e.run_node);
 			cur->e.queued_prio = p;
-			__atomic_store_n(&e->ready_holder, NULL, __ATOMIC_RELAXED);
-			__atomic_store_n(&cur->e.ready_holder, &rq->hold, __ATOMIC_RELAXED);
+			ma_write_once(&e->ready_holder, NULL);
+			ma_write_once(&cur->e.ready_holder, &rq->hold);
 		} else {
 			ma_rq_dequeue_locked(rq, e);
 			ma_rq_enqueue_locked(rq, &cur->e);
@@ -487,11 +487,11 @@ int marcel_yield_to(marcel_t t)
 		return 0;
 	ma_private_publish_pending(w);
 	/* Read without the lock, checked again under it. */
-	struct ma_holder *h = __atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED);
+	struct ma_holder *h = ma_read_once(&t->e.ready_holder);
 	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_path_index(w, ma_rq_of_holder(h)) >= 0) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
 		ma_spin_lock(&rq->hold.lock);
-		if (__atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED) == h &&
+		if (ma_read_once(&t->e.ready_holder) == h &&
 		    atomic_load(&t->state) == MA_TASK_READY) {
 			ma_rq_dequeue_locked(rq, &t->e);
 			ma_spin_unlock(&rq->hold.lock);
@@ -579,7 +579,7 @@ void ma_idle_loop(void *from, void *arg)
 		ma_timers_poll(w);
 		struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 		if (next) {
-			__atomic_store_n(&w->picked, next, __ATOMIC_RELEASE);
+			ma_store_release(&w->picked, next);
 			w->idle.post = MA_POST_NONE;
 			ma_switch_to(w, &w->idle, next);
 			continue;

@@ -71,14 +71,14 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	ma_tsan_seed_borrow(t);
 	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
-	__atomic_store_n(&t->last_vp, (int)w->vp, __ATOMIC_RELAXED);
+	ma_write_once(&t->last_vp, (int)w->vp);
 	ma_cpu_charge(w, self);
-	__atomic_store_n(&w->nr_seed_runs, w->nr_seed_runs + 1, __ATOMIC_RELAXED);
+	ma_write_once(&w->nr_seed_runs, w->nr_seed_runs + 1);
 	/* From here self waits for t like a blocked thread: a gather of its bubble does not
 	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
 	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
 	 * one of the two sees the other and counts self back. */
-	if (ma_holder_private_to(__atomic_load_n(&self->e.natural_holder, __ATOMIC_RELAXED), w)) {
+	if (ma_holder_private_to(ma_read_once(&self->e.natural_holder), w)) {
 		/* No gather can reach a bubble private to this VP (bubbles/private.c); one that
 		 * comes after it is published finds the flag through the publication. */
 		atomic_store_explicit(&self->hosts_seed, 1, memory_order_relaxed);
@@ -93,7 +93,7 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 		ma_trace_emit(MA_TR_THREAD_STOP, self->id, 0, self->name);
 		ma_trace_emit(MA_TR_THREAD_RUN, t->id, 0, t->name);
 	}
-	__atomic_store_n(&w->current, t, __ATOMIC_RELEASE);
+	ma_store_release(&w->current, t);
 }
 
 /* t has ended (ma_task_finish): self, its joiner, is the worker's current thread again. */
@@ -110,7 +110,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	ma_tsan_seed_return(t);
 	ma_asan_seed_return(t);
 	t->inline_run = NULL;
-	__atomic_store_n(&w->current, self, __ATOMIC_RELEASE);
+	ma_store_release(&w->current, self);
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 	/* No fence: a gather that still reads 1 does not wait for self, as one that read it
 	 * a moment earlier would not have; self then finds its unit moved at its next check
@@ -132,7 +132,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	/* Its bubble was gathered (or moved) while t ran: self, not waited for, goes where
 	 * it is expected, as a woken thread would, instead of running outside its unit. A
 	 * bubble private to this VP was neither (bubbles/private.c). */
-	if (ma_unlikely(!ma_holder_private_to(__atomic_load_n(&self->e.natural_holder, __ATOMIC_RELAXED), w) &&
+	if (ma_unlikely(!ma_holder_private_to(ma_read_once(&self->e.natural_holder), w) &&
 			!ma_task_still_ours(w, self))) {
 		self->post = MA_POST_REQUEUE;
 		ma_schedule_blocked(w, self);
@@ -159,7 +159,7 @@ static __attribute__((noinline)) any_t ma_seed_call(struct marcel_task *t, struc
  * decides (claim_private). */
 static inline int ma_seed_claim_private(struct ma_worker *w, struct marcel_task *t)
 {
-	struct ma_holder *h = __atomic_load_n(&t->e.natural_holder, __ATOMIC_RELAXED);
+	struct ma_holder *h = ma_read_once(&t->e.natural_holder);
 	if (!ma_holder_private_to(h, w))
 		return 0;
 	struct ma_unit *u = ma_unit_of_holder(h);

@@ -218,9 +218,9 @@ void ma_sig_notify(struct marcel_task *t)
 	}
 	if (s != MA_TASK_RUNNING)
 		return; /* ready: it takes its signals when it is switched in */
-	int vp = __atomic_load_n(&t->last_vp, __ATOMIC_RELAXED);
+	int vp = ma_read_once(&t->last_vp);
 	if (vp >= 0 && (unsigned)vp < ma_rt.nb_vps &&
-	    __atomic_load_n(&ma_rt.workers[vp].current, __ATOMIC_RELAXED) == t)
+	    ma_read_once(&ma_rt.workers[vp].current) == t)
 		ma_preempt_request(&ma_rt.workers[vp]);
 }
 

@@ -50,7 +50,7 @@ static void ma_sig_info_store(int sig, const siginfo_t *si)
 	uint64_t w[MA_SIG_INFO_WORDS];
 	memcpy(w, si, sizeof(w));
 	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
-		__atomic_store_n(&ma_sig_info[sig][i], w[i], __ATOMIC_RELAXED);
+		ma_write_once(&ma_sig_info[sig][i], w[i]);
 }
 static uint64_t ma_sig_kblocked;       /* blocked in the workers' kernel masks */
 static uint64_t ma_sig_wanted;         /* waited for in marcel_sigwait once */
@@ -91,7 +91,7 @@ void ma_sig_proc_info(int sig, siginfo_t *info)
 {
 	uint64_t w[MA_SIG_INFO_WORDS];
 	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
-		w[i] = __atomic_load_n(&ma_sig_info[sig][i], __ATOMIC_RELAXED);
+		w[i] = ma_read_once(&ma_sig_info[sig][i]);
 	memcpy(info, w, sizeof(w));
 }
 
@@ -199,7 +199,7 @@ static void ma_sig_catch_install(int sig)
 void ma_sig_want(uint64_t want, int dfl)
 {
 	uint64_t *seen = dfl ? &ma_sig_wanted : &ma_sig_wanted_handled;
-	if (!(want & ~__atomic_load_n(seen, __ATOMIC_ACQUIRE)))
+	if (!(want & ~ma_load_acquire(seen)))
 		return;
 	pthread_mutex_lock(&ma_sig_lock);
 	for (uint64_t w = want & ~*seen; w; w &= w - 1) {
@@ -226,7 +226,7 @@ void ma_sig_want(uint64_t want, int dfl)
 		ma_sig_table[sig] = k;
 		ma_sig_catch_install(sig);
 	}
-	__atomic_store_n(seen, *seen | want, __ATOMIC_RELEASE);
+	ma_store_release(seen, *seen | want);
 	pthread_mutex_unlock(&ma_sig_lock);
 }
 
@@ -365,8 +365,8 @@ void ma_sig_stop(void)
 			sigaction(sig, &ma_sig_table[sig], NULL);
 	}
 	ma_sig_caught = 0;
-	__atomic_store_n(&ma_sig_wanted, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&ma_sig_wanted_handled, 0, __ATOMIC_RELEASE);
+	ma_store_release(&ma_sig_wanted, 0);
+	ma_store_release(&ma_sig_wanted_handled, 0);
 	atomic_store(&ma_sig_kwait, 0);
 	atomic_store(&ma_sig_proc_pending, 0);
 	pthread_mutex_unlock(&ma_sig_lock);

@@ -38,7 +38,7 @@ int marcel_spin_lock(marcel_spinlock_t *l)
 	if (!l)
 		return EINVAL;
 	void *self = ma_owner_self();
-	if (__atomic_load_n(&l->__owner, __ATOMIC_RELAXED) == self)
+	if (ma_read_once(&l->__owner) == self)
 		return EDEADLK;
 	unsigned polls = 0;
 	while (atomic_exchange_explicit(ma_spinword(l), 1, memory_order_acquire)) {
@@ -51,7 +51,7 @@ int marcel_spin_lock(marcel_spinlock_t *l)
 			ma_poll_yield();
 		}
 	}
-	__atomic_store_n(&l->__owner, self, __ATOMIC_RELAXED);
+	ma_write_once(&l->__owner, self);
 	return 0;
 }
 
@@ -61,7 +61,7 @@ int marcel_spin_trylock(marcel_spinlock_t *l)
 		return EINVAL;
 	if (atomic_exchange_explicit(ma_spinword(l), 1, memory_order_acquire))
 		return EBUSY;
-	__atomic_store_n(&l->__owner, ma_owner_self(), __ATOMIC_RELAXED);
+	ma_write_once(&l->__owner, ma_owner_self());
 	return 0;
 }
 
@@ -69,10 +69,10 @@ int marcel_spin_unlock(marcel_spinlock_t *l)
 {
 	if (!l)
 		return EINVAL;
-	if (__atomic_load_n(&l->__owner, __ATOMIC_RELAXED) != ma_owner_self() ||
+	if (ma_read_once(&l->__owner) != ma_owner_self() ||
 	    !atomic_load_explicit(ma_spinword(l), memory_order_relaxed))
 		return EPERM;
-	__atomic_store_n(&l->__owner, NULL, __ATOMIC_RELAXED);
+	ma_write_once(&l->__owner, NULL);
 	atomic_store_explicit(ma_spinword(l), 0, memory_order_release);
 	return 0;
 }

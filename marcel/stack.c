@@ -63,7 +63,7 @@ static struct ma_slab *ma_slabs;       /* under ma_rt.pool_lock */
 static long ma_stack_guard_budget(void)
 {
 	/* Read once per process; racing first readers compute the same value. */
-	long budget = __atomic_load_n(&ma_guarded_budget, __ATOMIC_RELAXED);
+	long budget = ma_read_once(&ma_guarded_budget);
 	if (budget < 0) {
 		long max = 65530;
 		FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -73,7 +73,7 @@ static long ma_stack_guard_budget(void)
 			fclose(f);
 		}
 		budget = max / 4;
-		__atomic_store_n(&ma_guarded_budget, budget, __ATOMIC_RELAXED);
+		ma_write_once(&ma_guarded_budget, budget);
 	}
 	return budget;
 }
@@ -173,7 +173,7 @@ static struct ma_stack *ma_slab_new(size_t size)
 		}
 		st->next = ma_rt.stacks;
 		ma_rt.stacks = st;
-		__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1, __ATOMIC_RELAXED);
+		ma_write_once(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1);
 	}
 	ma_spin_unlock(&ma_rt.pool_lock);
 	return mine;
@@ -208,7 +208,7 @@ static struct ma_stack *ma_stack_take_shared(size_t size)
 		if ((*pp)->size == size) {
 			s = *pp;
 			*pp = s->next;
-			__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks - 1, __ATOMIC_RELAXED);
+			ma_write_once(&ma_rt.nb_stacks, ma_rt.nb_stacks - 1);
 			break;
 		}
 	ma_spin_unlock(&ma_rt.pool_lock);
@@ -261,7 +261,7 @@ void ma_stack_release(struct ma_worker *w, struct marcel_task *t)
 		w->nb_stacks++;
 		return;
 	}
-	unsigned pooled = __atomic_load_n(&ma_rt.nb_stacks, __ATOMIC_RELAXED);
+	unsigned pooled = ma_read_once(&ma_rt.nb_stacks);
 	if (pooled >= MA_STACK_SHARED_MAX) {
 		ma_stack_destroy(s);
 		return;
@@ -276,7 +276,7 @@ static void ma_stack_release_to_pool(struct ma_stack *s)
 	ma_spin_lock(&ma_rt.pool_lock);
 	s->next = ma_rt.stacks;
 	ma_rt.stacks = s;
-	__atomic_store_n(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1, __ATOMIC_RELAXED);
+	ma_write_once(&ma_rt.nb_stacks, ma_rt.nb_stacks + 1);
 	ma_spin_unlock(&ma_rt.pool_lock);
 }
 

@@ -122,8 +122,8 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	MA_ZERO_ATOMIC(t->hosts_seed);
 	MA_ZERO_ATOMIC(t->move_req);
 	MA_ZERO_ATOMIC(t->stray);
-	if (__atomic_load_n(&t->e.ready_holder, __ATOMIC_RELAXED))
-		__atomic_store_n(&t->e.ready_holder, NULL, __ATOMIC_RELAXED);
+	if (ma_read_once(&t->e.ready_holder))
+		ma_write_once(&t->e.ready_holder, NULL);
 	/* Read locks still held when it ended (a misuse rwlock.c cannot diagnose then). */
 	for (unsigned i = 0; i < sizeof(t->rd_held) / sizeof(t->rd_held[0]); i++)
 		if (ma_unlikely(t->rd_held[i].lock != NULL)) {

@@ -71,7 +71,7 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 			unsigned vp = (cur + i) % n;
 			struct ma_worker *o = &ma_rt.workers[vp];
 			/* An estimate read without the queue's lock. */
-			unsigned load = __atomic_load_n(&o->rq.nr_ready, __ATOMIC_RELAXED) +
+			unsigned load = ma_read_once(&o->rq.nr_ready) +
 					(atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY);
 			if (load < best_load) {
 				best_load = load;
@@ -126,16 +126,16 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	t->id = ma_new_id(w);
 	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
 	/* A recycled descriptor may still be glanced at by a strategy or a snapshot. */
-	__atomic_store_n(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold, __ATOMIC_RELAXED);
+	ma_write_once(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold);
 	t->e.sched_level = 0;
 	t->e.load_hint = -1;
-	__atomic_store_n(&t->e.last_level, -1, __ATOMIC_RELAXED);
+	ma_write_once(&t->e.last_level, -1);
 	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;
 	t->placed = rq != NULL;
 	/* children_bubble, nb_private_woken, private_claimed and private_handed are 0 in a
 	 * free descriptor (task.c). */
-	__atomic_store_n(&t->last_vp, -1, __ATOMIC_RELAXED);
+	ma_write_once(&t->last_vp, -1);
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;

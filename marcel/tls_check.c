@@ -149,7 +149,7 @@ void ma_tls_check_start(void)
 				"past the first %u is not watched\n", ma_tls.skipped, MA_TLS_MAX_MODULES);
 	/* Nothing to watch (the common case of a program without `__thread`): switches
 	 * stay as fast as without MARCEL_DEBUG. */
-	__atomic_store_n(&ma_tls_watch, ma_tls.n > 0, __ATOMIC_RELAXED);
+	ma_write_once(&ma_tls_watch, ma_tls.n > 0);
 }
 
 static void ma_tls_kt_free(void)
@@ -160,7 +160,7 @@ static void ma_tls_kt_free(void)
 
 void ma_tls_check_stop(void)
 {
-	__atomic_store_n(&ma_tls_watch, 0, __ATOMIC_RELAXED);
+	ma_write_once(&ma_tls_watch, 0);
 	for (unsigned i = 0; i < ma_tls.n; i++)
 		free(ma_tls.m[i].name);
 	ma_tls.n = 0;

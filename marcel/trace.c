@@ -215,7 +215,7 @@ int marcel_trace_on(void)
 	ma_tr.user_off = 0;
 	int rec = ma_tr.recording;
 	if (rec && was_off) {
-		__atomic_store_n(&ma_trace_active, 1, __ATOMIC_RELAXED);
+		ma_write_once(&ma_trace_active, 1);
 		ma_tr_emit_locked(MA_TR_TRACE_ON, NULL);
 	}
 	pthread_mutex_unlock(&ma_tr_lock);
@@ -234,7 +234,7 @@ int marcel_trace_off(void)
 		/* The marker first: what follows it in time is dropped at conversion, including
 		 * events of VPs that have not seen the switch yet. */
 		ma_tr_emit_locked(MA_TR_TRACE_OFF, NULL);
-		__atomic_store_n(&ma_trace_active, 0, __ATOMIC_RELAXED);
+		ma_write_once(&ma_trace_active, 0);
 	}
 	pthread_mutex_unlock(&ma_tr_lock);
 	ma_tr_preempt_ok(cur);
@@ -346,7 +346,7 @@ int ma_trace_start(void)
 	if (ma_tr.user_off)
 		ma_tr_put_outside(MA_TR_TRACE_OFF, 0, 0, NULL);
 	else
-		__atomic_store_n(&ma_trace_active, 1, __ATOMIC_RELAXED);
+		ma_write_once(&ma_trace_active, 1);
 	pthread_mutex_unlock(&ma_tr_lock);
 	return 0;
 }
@@ -827,7 +827,7 @@ void ma_trace_stop(void)
 	pthread_mutex_lock(&ma_tr_lock);
 	int rec = ma_tr.recording;
 	ma_tr.recording = 0;
-	__atomic_store_n(&ma_trace_active, 0, __ATOMIC_RELAXED);
+	ma_write_once(&ma_trace_active, 0);
 	pthread_mutex_unlock(&ma_tr_lock);
 	if (!rec)
 		return;

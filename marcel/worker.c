@@ -80,12 +80,12 @@ static int ma_spin_sees_work(const struct ma_worker *w, struct ma_seen *seen, in
 		}
 		if (rq->nb_vps <= 1 || i >= MA_SEEN_MAX)
 			return 1;
-		unsigned long taken = __atomic_load_n(&rq->nr_taken, __ATOMIC_RELAXED);
+		unsigned long taken = ma_read_once(&rq->nr_taken);
 		if (!now)
 			now = ma_now_ns();
 		struct ma_seen *s = &seen[i];
 		if (!s->since || taken - s->taken >= s->ready) {
-			unsigned ready = __atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED);
+			unsigned ready = ma_read_once(&rq->nr_ready);
 			s->since = now;
 			s->taken = taken;
 			s->ready = ready ? ready : 1;
@@ -207,10 +207,10 @@ static void ma_idle_poll_then_sleep(struct ma_worker *w)
 	}
 	atomic_store(&w->state, MA_WORKER_SPINNING);
 	ma_path_add(w, offsetof(struct ma_runqueue, nr_spinning), 1);
-	uint64_t deadline = ma_now_ns() / 1000 + __atomic_load_n(&ma_rt.idle_spin_us, __ATOMIC_RELAXED);
+	uint64_t deadline = ma_now_ns() / 1000 + ma_read_once(&ma_rt.idle_spin_us);
 	/* More workers than processors: polling would steal the processor from the worker
 	 * that has the work, so give it away at each round. */
-	int oversubscribed = __atomic_load_n(&ma_rt.oversubscribed, __ATOMIC_RELAXED);
+	int oversubscribed = ma_read_once(&ma_rt.oversubscribed);
 	unsigned rounds = 0, pauses = 1, max_pauses = ma_poll_pauses();
 	int found = 0;
 	struct ma_seen seen[MA_SEEN_MAX];

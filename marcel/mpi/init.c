@@ -3,6 +3,7 @@
  * bracket around MPI calls. A client of libmarcel's public API only.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <marcel.h>
@@ -11,7 +12,7 @@
 /* Set by marcel_mpi_init() when MPI provides MPI_THREAD_SERIALIZED only: every MPI call
  * then goes through mpi_mutex. Read atomically: threads created before
  * marcel_mpi_init() may read it on other workers. */
-static int serialized;
+static atomic_int serialized;
 /* Between a successful marcel_mpi_init() and marcel_mpi_finalize(); touched by those two
  * only, which the program calls from one thread. */
 static int initialized;
@@ -112,7 +113,7 @@ int marcel_mpi_init(int *argc, char ***argv, int required, int *provided)
 		MPI_Finalize();
 		return ENOTSUP;
 	}
-	__atomic_store_n(&serialized, got < MPI_THREAD_MULTIPLE, __ATOMIC_RELEASE);
+	atomic_store_explicit(&serialized, got < MPI_THREAD_MULTIPLE, memory_order_release);
 	initialized = 1;
 	share_if_crowded();
 	return 0;
@@ -126,7 +127,7 @@ int marcel_mpi_finalize(void)
 	int err = MPI_Finalize();
 	marcel_mpi_leave();
 	initialized = 0;
-	__atomic_store_n(&serialized, 0, __ATOMIC_RELEASE);
+	atomic_store_explicit(&serialized, 0, memory_order_release);
 	if (err != MPI_SUCCESS) {
 		say_mpi_error(__func__, "MPI_Finalize", err);
 		return EIO;
@@ -136,7 +137,7 @@ int marcel_mpi_finalize(void)
 
 int marcel_mpi_enter(void)
 {
-	if (__atomic_load_n(&serialized, __ATOMIC_ACQUIRE)) {
+	if (atomic_load_explicit(&serialized, memory_order_acquire)) {
 		int err = marcel_mutex_lock(&mpi_mutex);
 		if (err != 0)
 			return err;
@@ -148,7 +149,7 @@ int marcel_mpi_enter(void)
 
 int marcel_mpi_leave(void)
 {
-	if (__atomic_load_n(&serialized, __ATOMIC_ACQUIRE)) {
+	if (atomic_load_explicit(&serialized, memory_order_acquire)) {
 		int err = marcel_mutex_unlock(&mpi_mutex);
 		if (err != 0)
 			return err;

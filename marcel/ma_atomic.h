@@ -1,0 +1,34 @@
+/*
+ * Shared fields: one rule, and the helpers of its second case.
+ *
+ *  - A field that threads read and write without a lock ordering them is _Atomic, and
+ *    each access is a C11 call with its order written out (atomic_load_explicit, ...):
+ *    atomic_load(&x) alone is sequentially consistent, and a store so written is an xchg
+ *    on x86.
+ *  - A plain field written under a lock and read without it (an estimate, or a value the
+ *    reader checks again under the lock) is read with ma_read_once or ma_load_acquire,
+ *    and written, under its lock, with ma_write_once or ma_store_release, so that neither
+ *    the compiler nor ThreadSanitizer sees a plain access racing with another. The order
+ *    is what the reader relies on: relaxed for a value only looked at, acquire (with a
+ *    release store) when it reads what the value points to.
+ *  - No __atomic_* builtin outside this header.
+ *
+ * The helpers take a pointer and are the builtins themselves: converting a call changes
+ * no instruction.
+ */
+#ifndef MA_ATOMIC_H
+#define MA_ATOMIC_H
+
+#define ma_read_once(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ma_write_once(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ma_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ma_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* A word a futex compares with what the kernel sees (futex.c): ordered against every other
+ * access, as the kernel's own check is. */
+#define ma_load_seq_cst(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+/* Claims a plain word once (MARCEL_BUBBLE_INITIALIZER's magic, set up by whoever moves it
+ * from *expected): 1 if this caller did, else *expected is what it holds. */
+#define ma_cas_acquire(p, expected, desired) \
+	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)
+
+#endif
