@@ -4,9 +4,10 @@
  * and Marcel's view of the strategies as classes with instances.
  *
  * A new strategy is a file of its own with a table of decision hooks (it includes
- * ma_strategies.h and ma_view.h, nothing of the runtime), its line in ma_strategies[]
- * below and in ma_strategies.h, and its MA_SCHED_CLASS line; doc/design.md, "Strategies",
- * says what its hooks are given and may do, and which tests it needs.
+ * ma_strategies.h and ma_view.h, nothing of the runtime) and its line in
+ * ma_strategy_list.h, from which its declaration, its place in the list and its Marcel
+ * class are made; doc/design.md, "Strategies", says what its hooks are given and may do,
+ * and which tests it needs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 #include "ma_registry.h"
 
 static const struct ma_strategy *const ma_strategies[] = {
-	&ma_strategy_null, &ma_strategy_burst, &ma_strategy_spread, &ma_strategy_cache,
-	&ma_strategy_steal, &ma_strategy_gang, &ma_strategy_memory,
+#define MA_STRATEGY(x) &ma_strategy_##x,
+#include "ma_strategy_list.h"
+#undef MA_STRATEGY
 };
 #define MA_NB_STRATEGIES (sizeof(ma_strategies) / sizeof(ma_strategies[0]))
 
@@ -40,27 +42,25 @@ static int ma_instance_init(marcel_bubble_sched_t *pub, const struct ma_strategy
 }
 
 /* One class per strategy, in ma_strategies' order; each needs its own instantiate, the
- * only thing that tells it which strategy it stands for. */
-#define MA_SCHED_CLASS(cname, strategy)                                                      \
-	static int ma_instantiate_##cname(marcel_bubble_sched_t *pub);                       \
-	const marcel_bubble_sched_class_t marcel_bubble_##cname##_sched_class = {            \
-		#cname, sizeof(struct ma_sched_instance), ma_instantiate_##cname };           \
-	static int ma_instantiate_##cname(marcel_bubble_sched_t *pub)                        \
-	{                                                                                    \
-		return ma_instance_init(pub, &(strategy), &marcel_bubble_##cname##_sched_class); \
+ * only thing that tells it which strategy it stands for. A class the public header does
+ * not declare (a strategy added since) is reached by name
+ * (marcel_lookup_bubble_scheduler_class). */
+#define MA_STRATEGY(x)                                                                         \
+	static int ma_instantiate_##x(marcel_bubble_sched_t *pub);                             \
+	extern const marcel_bubble_sched_class_t marcel_bubble_##x##_sched_class;              \
+	const marcel_bubble_sched_class_t marcel_bubble_##x##_sched_class = {                  \
+		#x, sizeof(struct ma_sched_instance), ma_instantiate_##x };                     \
+	static int ma_instantiate_##x(marcel_bubble_sched_t *pub)                              \
+	{                                                                                      \
+		return ma_instance_init(pub, &ma_strategy_##x, &marcel_bubble_##x##_sched_class); \
 	}
-MA_SCHED_CLASS(null, ma_strategy_null)
-MA_SCHED_CLASS(burst, ma_strategy_burst)
-MA_SCHED_CLASS(spread, ma_strategy_spread)
-MA_SCHED_CLASS(cache, ma_strategy_cache)
-MA_SCHED_CLASS(steal, ma_strategy_steal)
-MA_SCHED_CLASS(gang, ma_strategy_gang)
-MA_SCHED_CLASS(memory, ma_strategy_memory)
+#include "ma_strategy_list.h"
+#undef MA_STRATEGY
 
 static const marcel_bubble_sched_class_t *const ma_classes[] = {
-	&marcel_bubble_null_sched_class, &marcel_bubble_burst_sched_class, &marcel_bubble_spread_sched_class,
-	&marcel_bubble_cache_sched_class, &marcel_bubble_steal_sched_class, &marcel_bubble_gang_sched_class,
-	&marcel_bubble_memory_sched_class,
+#define MA_STRATEGY(x) &marcel_bubble_##x##_sched_class,
+#include "ma_strategy_list.h"
+#undef MA_STRATEGY
 };
 _Static_assert(sizeof(ma_classes) / sizeof(ma_classes[0]) == MA_NB_STRATEGIES, "one class per strategy");
 
