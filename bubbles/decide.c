@@ -254,7 +254,7 @@ static int ma_guard_ok(const struct ma_guard *g, long long x)
 }
 
 /* A thread waiting on `from` to `to`, if still there: off `from` and retargeted under its
- * lock, then queued on `to` (ma_sl_take_thread's move). */
+ * lock, then queued on `to`. */
 static int ma_steal_task(struct ma_vslot *s, struct ma_runqueue *from, struct ma_runqueue *to,
 			 const struct ma_guard *g, unsigned flags)
 {
@@ -279,8 +279,8 @@ static int ma_steal_task(struct ma_vslot *s, struct ma_runqueue *from, struct ma
 	return 1;
 }
 
-/* A closed bubble waiting on `from` to `to`, whole, if still there (ma_sl_take_bubble's
- * move, in lock order: the bubble, then its queue). */
+/* A closed bubble waiting on `from` to `to`, whole, if still there, in lock order: the
+ * bubble, then its queue. */
 static int ma_steal_bubble(struct ma_vslot *s, struct ma_runqueue *from, struct ma_runqueue *to,
 			   const struct ma_guard *g)
 {

@@ -51,13 +51,13 @@ struct ma_vitem {
 };
 
 /* Threads of q's subtree: queued (a closed bubble counts one) or incoming, plus running
- * (the measure steal and cache balance; ma_sl_load). */
+ * (the measure steal and cache balance). */
 static inline unsigned long ma_vitem_load(const struct ma_vitem *q)
 {
 	return q->sub_queued + q->sub_running;
 }
 
-/* The same with each queued closed bubble counted as its ready threads (ma_sl_load_exact);
+/* The same with each queued closed bubble counted as its ready threads (steal's idle walk);
  * equal to ma_vitem_load in a view built without that detail. */
 static inline unsigned long ma_vitem_load_exact(const struct ma_vitem *q)
 {

@@ -286,7 +286,7 @@ struct ma_worker {
 	unsigned far_ties;                /* picks where a farther queue tied (ma_pick_next) */
 	/* The thread the idle context took off a queue and is switching to: from the take
 	 * to the store of current it is neither queued nor running, and load estimates
-	 * (strategies/common_steal.c) would see one thread fewer meanwhile. */
+	 * (the views' counters, bubbles/view.c) would see one thread fewer meanwhile. */
 	struct marcel_task *picked;
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */

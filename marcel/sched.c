@@ -159,7 +159,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
 	ma_write_once(&next->last_vp, (int)w->vp);
-	/* Release: load estimates read next's fields through it (strategies/common_steal.c). */
+	/* Release: load estimates read next's fields through it (bubbles/view.c). */
 	ma_store_release(&w->current, next);
 	ma_write_once(&w->picked, NULL);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
