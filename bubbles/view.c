@@ -1119,15 +1119,19 @@ unsigned long ma_view_load_now(int q, const struct ma_worker *self)
 
 /* ---- the pick view ---- */
 
-/* Entities queued or incoming on every item below l (ma_rq_subtree_load adds its VPs'
- * queues and busy VPs). */
-static unsigned long ma_item_work(const struct ma_level *l)
+/* Entities queued or incoming on the items of l's subtree, l included; with vps_only,
+ * those without VPs are left out (nothing waits there for a VP of the subtree). The VPs'
+ * own queues are the caller's: ma_rq_subtree_load adds them with its busy VPs, the pick
+ * load those of the VPs that look at l. */
+static unsigned long ma_item_queued(const struct ma_level *l, int vps_only)
 {
+	if (vps_only && !l->nb_vps)
+		return 0;
 	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
 	unsigned long n = ma_read_once(&rq->nr_ready) +
 			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
 	for (unsigned i = 0; i < l->arity; i++)
-		n += ma_item_work(l->children[i]);
+		n += ma_item_queued(l->children[i], vps_only);
 	return n;
 }
 
@@ -1139,7 +1143,7 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
 	}
 	const struct ma_level *l = rq->level;
-	unsigned long n = ma_item_work(l);
+	unsigned long n = ma_item_queued(l, 0);
 	for (unsigned v = l->first_vp; v < l->first_vp + l->nb_vps && v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
 		n += ma_read_once(&o->rq.nr_ready);
@@ -1199,19 +1203,6 @@ static int ma_rq_seen_by(const struct ma_runqueue *rq, unsigned v)
 	return v < ma_rt.nb_vps && ma_path_index(&ma_rt.workers[v], rq) >= 0;
 }
 
-/* Entities queued or incoming on the queues of item l's subtree that have VPs. */
-static unsigned long ma_item_queued(const struct ma_level *l)
-{
-	if (!l->nb_vps)
-		return 0;
-	const struct ma_runqueue *rq = &ma_rt.rqs[l->id];
-	unsigned long n = ma_read_once(&rq->nr_ready) +
-			  (unsigned long)atomic_load_explicit(&rq->nr_incoming, memory_order_relaxed);
-	for (unsigned i = 0; i < l->arity; i++)
-		n += ma_item_queued(l->children[i]);
-	return n;
-}
-
 /* Running threads that belong below rq (ma_vitem.running's rule: where they are
  * scheduled, or, belonging to no queue, on every queue their VP looks at), those of
  * bubble `except` left out. */
@@ -1262,7 +1253,7 @@ void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, st
 	struct ma_pick_load *x = &pv->load;
 	pv->has_load = 1;
 	*x = (struct ma_pick_load){ .nb_vps = rq->vp >= 0 ? 1 : rq->level->nb_vps };
-	x->queued = rq->vp >= 0 ? 0 : ma_item_queued(rq->level);
+	x->queued = rq->vp >= 0 ? 0 : ma_item_queued(rq->level, 1);
 	unsigned lo, hi;
 	ma_rq_vp_range(rq, &lo, &hi);
 	for (unsigned v = lo; v < hi; v++)
