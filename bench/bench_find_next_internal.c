@@ -51,7 +51,7 @@ static uint64_t measure(const char *topology, unsigned *path_len)
 	static struct marcel_task dummy;
 	memset(&dummy, 0, sizeof(dummy));
 	dummy.e.type = MA_TASK_ENTITY;
-	dummy.e.prio = MA_DEF_PRIO;
+	atomic_init(&dummy.e.prio, MA_DEF_PRIO);
 	dummy.e.sched_holder = &w->rq.hold;
 	ma_list_init(&dummy.e.run_node);
 	unsigned aux;

@@ -34,16 +34,16 @@ static int ma_member_remove(struct ma_bubble *b, struct ma_entity *e);
 static void ma_bubble_setup_hot(struct ma_bubble *b, struct ma_worker *w)
 {
 	b->e.type = MA_BUBBLE_ENTITY;
-	b->e.prio = MA_DEF_PRIO;
+	atomic_init(&b->e.prio, MA_DEF_PRIO);
 	ma_write_once(&b->e.natural_holder, NULL);
 	ma_write_once(&b->e.sched_holder, NULL);
 	ma_write_once(&b->e.ready_holder, NULL);
 	ma_list_init(&b->e.run_node);
 	b->e.queued_prio = 0;
-	b->e.sched_level = 0;
+	atomic_init(&b->e.sched_level, 0);
 	ma_list_init(&b->e.member_node);
 	b->e.explicit_member = 0;
-	b->e.load_hint = -1;
+	atomic_init(&b->e.load_hint, -1);
 	atomic_init(&b->e.cpu_ns, 0);
 	b->e.last_level = -1;
 	b->hold.type = MA_BUBBLE_HOLDER;
@@ -1034,7 +1034,7 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 		return self->children_bubble;
 	/* It goes into our bubble, and counts there: not while that one is private. */
 	struct ma_worker *w = ma_worker_self();
-	if (w && w->current == self)
+	if (w && ma_worker_current(w) == self)
 		ma_private_before_public(w, self);
 	struct ma_bubble *cb = malloc(sizeof(*cb));
 	if (!cb)
@@ -1204,7 +1204,7 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	 * thread that never switched would leave it nothing. Charge it now (an inline seed's
 	 * joiner then need not, seed.c). */
 	struct ma_worker *w = ma_worker_self();
-	if (w && w->current == t)
+	if (w && ma_worker_current(w) == t)
 		ma_cpu_charge(w, t);
 	/* Its CPU time goes to the bubble it leaves, with the removal (to that bubble only:
 	 * statistics sum up the tree, and one shared root counter would be written by every
@@ -1336,7 +1336,7 @@ int marcel_bubble_setprio(marcel_bubble_t *pub, int prio)
 	if (!b || prio < 0 || prio >= MA_MAX_PRIO)
 		return EINVAL;
 	/* Read when it is next queued, as for threads. */
-	ma_write_once(&b->e.prio, prio);
+	atomic_store_explicit(&b->e.prio, prio, memory_order_relaxed);
 	return 0;
 }
 
@@ -1345,7 +1345,7 @@ int marcel_bubble_getprio(const marcel_bubble_t *pub, int *prio)
 	struct ma_bubble *b = ma_bubble_get((marcel_bubble_t *)pub);
 	if (!b || !prio)
 		return EINVAL;
-	*prio = ma_read_once(&b->e.prio);
+	*prio = atomic_load_explicit(&b->e.prio, memory_order_relaxed);
 	return 0;
 }
 
@@ -1358,7 +1358,7 @@ int marcel_entity_setschedlevel(marcel_entity_t *e, int level)
 {
 	if (!ma_entity_ok(e) || !ma_level_ok(level))
 		return EINVAL;
-	ma_write_once(&e->sched_level, level);
+	atomic_store_explicit(&e->sched_level, level, memory_order_relaxed);
 	return 0;
 }
 
@@ -1366,7 +1366,7 @@ int marcel_entity_getschedlevel(const marcel_entity_t *e, int *level)
 {
 	if (!e || !level)
 		return EINVAL;
-	*level = ma_read_once(&e->sched_level);
+	*level = atomic_load_explicit(&e->sched_level, memory_order_relaxed);
 	return 0;
 }
 

@@ -608,7 +608,7 @@ static void ma_gather_out(struct ma_bubble *u, struct marcel_task *t)
 		}
 		return;
 	}
-	int vp = ma_read_once(&t->last_vp);
+	int vp = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 	if (s == MA_TASK_RUNNING && vp >= 0 && (unsigned)vp < ma_rt.nb_vps)
 		ma_preempt_request(&ma_rt.workers[vp]);
 }

@@ -55,7 +55,7 @@ static unsigned ma_nb_private(const struct ma_worker *w)
 
 int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b)
 {
-	if (!w || w->current->is_idle || !ma_private_ok())
+	if (!w || ma_worker_current(w)->is_idle || !ma_private_ok())
 		return 0;
 	unsigned n = ma_nb_private(w);
 	if (n == MA_PRIVATE_MAX)
@@ -266,7 +266,7 @@ void ma_bubble_unprivate(struct ma_bubble *b)
 	 * yields, which publishes. */
 	if (!atomic_load_explicit(&o->publish_all_req, memory_order_relaxed) && !atomic_exchange(&o->publish_all_req, 1))
 		ma_preempt_request(o);
-	struct marcel_task *self = w ? w->current : NULL;
+	struct marcel_task *self = w ? ma_worker_current(w) : NULL;
 	unsigned rounds = 0;
 	for (unsigned n = 1; atomic_load_explicit(&b->unit.private_w, memory_order_acquire); n++) {
 		if (self && !self->is_idle)
@@ -347,13 +347,13 @@ int ma_private_wake(struct ma_worker *w, struct ma_bubble *b)
 	/* Woken again: the public path starts what was created in it since. */
 	if (b->unit.private_woken)
 		return -1;
-	if (ma_unlikely(w->current->is_idle || !ma_private_ok())) {
+	if (ma_unlikely(ma_worker_current(w)->is_idle || !ma_private_ok())) {
 		ma_private_publish_all(w);
 		return -1;
 	}
 	b->unit.private_woken = 1;
-	b->private_waker = w->current;
-	w->current->nb_private_woken++;
+	b->private_waker = ma_worker_current(w);
+	ma_worker_current(w)->nb_private_woken++;
 	/* A VP waiting for work gets the oldest seeds, maybe these. */
 	if (ma_unlikely(ma_private_asked(w)))
 		ma_private_attend(w);

@@ -135,14 +135,14 @@ static void ma_snap_thread(struct ma_snap *c, struct marcel_task *t, int parent,
 	r->state = ma_snap_thread_state(st);
 	r->parent = parent;
 	r->depth = depth;
-	r->prio = ma_read_once(&t->e.prio);
-	r->sched_level = t->e.sched_level;
-	r->load = t->e.load_hint >= 0 ? t->e.load_hint : 1;
+	r->prio = atomic_load_explicit(&t->e.prio, memory_order_relaxed);
+	r->sched_level = atomic_load_explicit(&t->e.sched_level, memory_order_relaxed);
+	r->load = ma_entity_hint_or(&t->e, 1);
 	r->nb_threads = 1;
 	r->nb_ready = st == MA_TASK_READY;
 	r->nb_running = st == MA_TASK_RUNNING;
 	r->cpu_ns = (long long)ma_task_cpu_ns(t);
-	r->last_vp = ma_read_once(&t->last_vp);
+	r->last_vp = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 	r->last_level = ma_read_once(&t->e.last_level);
 	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	if (h && h->type == MA_BUBBLE_HOLDER) {
@@ -181,8 +181,8 @@ static int ma_snap_bubble(struct ma_snap *c, struct ma_bubble *b, int parent, in
 	r->state = atomic_load(&b->status);
 	r->parent = parent;
 	r->depth = depth;
-	r->prio = ma_read_once(&b->e.prio);
-	r->sched_level = b->e.sched_level;
+	r->prio = atomic_load_explicit(&b->e.prio, memory_order_relaxed);
+	r->sched_level = atomic_load_explicit(&b->e.sched_level, memory_order_relaxed);
 	r->last_level = ma_read_once(&b->e.last_level);
 	r->queue = ma_snap_queue_of(b->e.sched_holder);
 	long long load = 0, thr = 0, ready = 0, running = 0, memory = 0;
@@ -218,7 +218,7 @@ static int ma_snap_bubble(struct ma_snap *c, struct ma_bubble *b, int parent, in
 		return -1;
 	}
 	r = &c->s->entities[idx]; /* the array may have moved */
-	r->load = b->e.load_hint >= 0 ? b->e.load_hint : load;
+	r->load = ma_entity_hint_or(&b->e, load);
 	r->nb_threads = thr;
 	r->nb_ready = ready;
 	r->nb_running = running;
@@ -264,7 +264,7 @@ static int ma_snap_queue(struct ma_snap *c, unsigned qi, struct ma_runqueue *rq)
 		}
 	ma_spin_unlock(&rq->hold.lock);
 	if (rq->vp >= 0) {
-		struct marcel_task *cur = ma_load_acquire(&ma_rt.workers[rq->vp].current);
+		struct marcel_task *cur = atomic_load_explicit(&ma_rt.workers[rq->vp].current, memory_order_acquire);
 		if (cur && !cur->is_idle)
 			q->running = ma_snap_lookup(c, cur);
 		if (q->running >= 0)

@@ -9,7 +9,7 @@
 
 static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)
 {
-	s->load += t->e.load_hint >= 0 ? t->e.load_hint : 1;
+	s->load += ma_entity_hint_or(&t->e, 1);
 	s->nb_threads++;
 	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
 	s->nb_ready += st == MA_TASK_READY;
@@ -33,7 +33,7 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 		if (m->type == MA_TASK_ENTITY) {
 			struct marcel_task *t = ma_task_of_entity(m);
 			ma_task_stats(t, &sub);
-			int lv = ma_read_once(&t->last_vp);
+			int lv = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 			if (vp_votes && lv >= 0 && (unsigned)lv < ma_rt.nb_vps)
 				vp_votes[lv]++;
 		} else {
@@ -44,7 +44,7 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 		}
 	}
 	s->cpu_ns += sub.cpu_ns;
-	s->load += b->e.load_hint >= 0 ? b->e.load_hint : sub.load;
+	s->load += ma_entity_hint_or(&b->e, sub.load);
 	s->nb_threads += sub.nb_threads;
 	s->nb_ready += sub.nb_ready;
 	s->nb_running += sub.nb_running;
@@ -57,7 +57,7 @@ void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes
 	if (e->type == MA_TASK_ENTITY) {
 		struct marcel_task *t = ma_task_of_entity(e);
 		ma_task_stats(t, s);
-		s->last_vp = ma_read_once(&t->last_vp);
+		s->last_vp = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 		return;
 	}
 	struct ma_bubble *b = ma_bubble_of_entity(e);
@@ -75,8 +75,9 @@ void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes
 
 long long ma_entity_load(struct ma_entity *e)
 {
-	if (e->load_hint >= 0)
-		return e->load_hint;
+	long long h = ma_entity_hint_or(e, -1);
+	if (h >= 0)
+		return h;
 	if (e->type == MA_TASK_ENTITY)
 		return 1;
 	struct ma_stats s;
@@ -124,7 +125,7 @@ int marcel_task_stats_set(marcel_t t, int which, long long value)
 		return EINVAL;
 	if (!ma_task_alive_stats(t))
 		return ESRCH;
-	t->e.load_hint = value < 0 ? -1 : value;
+	atomic_store_explicit(&t->e.load_hint, value < 0 ? -1 : value, memory_order_relaxed);
 	return 0;
 }
 
@@ -143,6 +144,6 @@ int marcel_bubble_stats_set(marcel_bubble_t *pub, int which, long long value)
 	struct ma_bubble *b = ma_bubble_get(pub);
 	if (!b || which != MARCEL_STATS_LOAD)
 		return EINVAL;
-	b->e.load_hint = value < 0 ? -1 : value;
+	atomic_store_explicit(&b->e.load_hint, value < 0 ? -1 : value, memory_order_relaxed);
 	return 0;
 }

@@ -259,9 +259,9 @@ static unsigned ma_queue_ready(struct ma_runqueue *rq)
  * then neither queued nor running); NULL if none. Inside ma_estimate_begin/end. */
 static const struct marcel_task *ma_vp_thread(const struct ma_worker *o)
 {
-	const struct marcel_task *cur = ma_load_acquire(&o->current);
+	const struct marcel_task *cur = atomic_load_explicit(&o->current, memory_order_acquire);
 	if (!cur || cur == &o->idle)
-		cur = ma_load_acquire(&o->picked);
+		cur = atomic_load_explicit(&o->picked, memory_order_acquire);
 	return cur;
 }
 
@@ -334,7 +334,7 @@ static void ma_view_counters(struct ma_vitem *it)
 	struct ma_worker *est = ma_estimate_begin();
 	for (unsigned v = 0; v < nv; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		const struct marcel_task *cur = ma_load_acquire(&o->current);
+		const struct marcel_task *cur = atomic_load_explicit(&o->current, memory_order_acquire);
 		/* Busy as ma_rq_subtree_load has it: a VP looking for work is not. */
 		it[nl + v].busy = atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur &&
 				  !cur->is_idle;
@@ -429,8 +429,8 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	struct ma_vnode *n = &s->n;
 	struct ma_entity *e = &t->e;
 	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
-	long long hint = ma_read_once(&e->load_hint);
-	int last_vp = ma_read_once(&t->last_vp);
+	long long hint = atomic_load_explicit(&e->load_hint, memory_order_relaxed);
+	int last_vp = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 	s->sched = ma_load_acquire(&e->sched_holder);
 	s->ready = ma_load_acquire(&e->ready_holder);
 	n->id = t->id;
@@ -439,7 +439,7 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	n->pinned = t->pinned;
 	n->stray = atomic_load_explicit(&t->stray, memory_order_relaxed) != 0;
 	n->suspended = atomic_load_explicit(&t->suspend_req, memory_order_relaxed) != 0;
-	n->prio = ma_read_once(&e->prio);
+	n->prio = atomic_load_explicit(&e->prio, memory_order_relaxed);
 	int q = ma_holder_queue(s->sched);
 	/* A thread not started gets its holder when it starts (bubble.c). */
 	n->item = st == MA_TASK_BORN ? -1 : q;
@@ -448,7 +448,7 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	n->home = -1;
 	n->last_item = ma_read_once(&e->last_level);
 	n->last_vp = last_vp >= 0 && (unsigned)last_vp < ma_rt.nb_vps ? last_vp : -1;
-	n->sched_level = ma_read_once(&e->sched_level);
+	n->sched_level = atomic_load_explicit(&e->sched_level, memory_order_relaxed);
 	/* Left where its VP set put it; its load counts there. */
 	n->fixed_item = t->pinned ? (q >= 0 ? q : 0) : -1;
 	n->pref_node = -1;
@@ -464,7 +464,7 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
 {
 	struct ma_vnode *n = &s->n;
-	long long hint = ma_read_once(&b->e.load_hint);
+	long long hint = atomic_load_explicit(&b->e.load_hint, memory_order_relaxed);
 	s->sched = ma_load_acquire(&b->e.sched_holder);
 	s->ready = ma_load_acquire(&b->e.ready_holder);
 	s->status = atomic_load(&b->status);
@@ -475,13 +475,13 @@ static void ma_view_fill_bubble(struct ma_vslot *s, struct ma_bubble *b)
 	n->woken = b->woken;
 	n->implicit = b->implicit;
 	n->counted = b->counted;
-	n->prio = ma_read_once(&b->e.prio);
+	n->prio = atomic_load_explicit(&b->e.prio, memory_order_relaxed);
 	n->item = ma_holder_queue(s->sched);
 	n->queued_item = ma_holder_queue(s->ready);
 	n->home = -1;
 	n->last_item = ma_read_once(&b->e.last_level);
 	n->last_vp = -1;
-	n->sched_level = ma_read_once(&b->e.sched_level);
+	n->sched_level = atomic_load_explicit(&b->e.sched_level, memory_order_relaxed);
 	n->fixed_item = b->fixed_item;
 	n->pref_node = -1;
 	n->load_hint = hint >= 0 ? (double)hint : -1;
@@ -755,7 +755,7 @@ static void ma_pframe_abandon(struct ma_pframe *f)
 
 static double ma_hint_or(const struct ma_entity *e, double none)
 {
-	long long h = ma_read_once(&e->load_hint);
+	long long h = ma_entity_hint_or(e, -1);
 	return h >= 0 ? (double)h : none;
 }
 
@@ -1149,7 +1149,7 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 		n += ma_read_once(&o->rq.nr_ready);
 		/* Acquire: cur may be a seed that VP just began to run inline (seed.c stores
 		 * current with release), and its is_idle is read. */
-		const struct marcel_task *cur = ma_load_acquire(&o->current);
+		const struct marcel_task *cur = atomic_load_explicit(&o->current, memory_order_acquire);
 		n += atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY && cur && !cur->is_idle;
 	}
 	return n;
@@ -1160,7 +1160,7 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 {
 	/* Queued on rq, which the caller holds, b cannot be destroyed; its fields are read
 	 * without its lock (find_next meets it out of order), as estimates. */
-	long long hint = ma_read_once(&b->e.load_hint);
+	long long hint = atomic_load_explicit(&b->e.load_hint, memory_order_relaxed);
 	long count = b->counted ? atomic_load_explicit(&b->nb_threads_sub, memory_order_relaxed) : 0;
 	int q = ma_view_queue_number(rq);
 	pv->topo = &ma_rt.topo;
@@ -1174,13 +1174,13 @@ void ma_pick_view_fill(struct ma_pick_view *pv, const struct ma_worker *w, const
 		.implicit = b->implicit,
 		.outer = (unsigned char)ma_bubble_outer(b),
 		.counted = b->counted,
-		.prio = ma_read_once(&b->e.prio),
+		.prio = atomic_load_explicit(&b->e.prio, memory_order_relaxed),
 		.item = q,
 		.queued_item = q,
 		.home = -1,
 		.last_item = ma_read_once(&b->e.last_level),
 		.last_vp = -1,
-		.sched_level = ma_read_once(&b->e.sched_level),
+		.sched_level = atomic_load_explicit(&b->e.sched_level, memory_order_relaxed),
 		.fixed_item = b->fixed_item,
 		.pref_node = -1,
 		.load_hint = hint >= 0 ? (double)hint : -1,

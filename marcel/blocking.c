@@ -12,9 +12,9 @@ __thread struct marcel_task *ma_tls_section_task __attribute__((tls_model("initi
 int marcel_enter_blocking_section(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	if (!w || w->current->is_idle)
+	if (!w || ma_worker_current(w)->is_idle)
 		return EPERM;
-	struct marcel_task *self = w->current;
+	struct marcel_task *self = ma_worker_current(w);
 	/* The VP goes on without us: our private bubbles must not stay its. */
 	ma_private_publish_pending(w);
 	/* Leave the VP first: from the moment the spare has it, this kernel thread must not

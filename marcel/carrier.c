@@ -87,7 +87,7 @@ static struct marcel_task *ma_carrier_run_vp(struct ma_carrier *c, struct ma_wor
 			fprintf(stderr, "marcel: warning: cannot bind VP%u to PU%u: %s\n", w->vp,
 				ma_rt.topo.vps[w->vp].pu_os, strerror(e));
 	}
-	ma_write_once(&w->current, &w->idle);
+	atomic_store_explicit(&w->current, &w->idle, memory_order_relaxed);
 	atomic_store_explicit(&w->idle.state, MA_TASK_RUNNING, memory_order_relaxed);
 	c->self.post = MA_POST_NONE;
 	return ma_carrier_switch(&c->self, &w->idle);
@@ -100,8 +100,8 @@ static struct marcel_task *ma_carrier_run_task(struct ma_carrier *c, struct marc
 	ma_tls_worker = w;
 	w->errno_loc = &errno;
 	w->carrier = c;
-	ma_write_once(&w->current, t);
-	t->last_vp = (int)w->vp;
+	atomic_store_explicit(&w->current, t, memory_order_relaxed);
+	atomic_store_explicit(&t->last_vp, (int)w->vp, memory_order_relaxed);
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
 	c->self.post = MA_POST_NONE;
 	return ma_carrier_switch(&c->self, t);

@@ -120,7 +120,7 @@ int marcel_sched_setparam(marcel_t t, const struct marcel_sched_param *param)
 	if (!ma_task_alive(t))
 		return ESRCH;
 	/* Read when the thread is next queued; a queued one keeps its place until then. */
-	ma_write_once(&t->e.prio, param->sched_priority);
+	atomic_store_explicit(&t->e.prio, param->sched_priority, memory_order_relaxed);
 	return 0;
 }
 
@@ -130,7 +130,7 @@ int marcel_sched_getparam(marcel_t t, struct marcel_sched_param *param)
 		return EINVAL;
 	if (!ma_task_alive(t))
 		return ESRCH;
-	param->sched_priority = t->e.prio;
+	param->sched_priority = atomic_load_explicit(&t->e.prio, memory_order_relaxed);
 	return 0;
 }
 

@@ -50,8 +50,8 @@ static unsigned long ma_cpu_clock_events(void)
 {
 	unsigned long n = 0;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		n += ma_read_once(&ma_rt.workers[v].nr_switches) +
-		     ma_read_once(&ma_rt.workers[v].nr_seed_runs);
+		n += atomic_load_explicit(&ma_rt.workers[v].nr_switches, memory_order_relaxed) +
+		     atomic_load_explicit(&ma_rt.workers[v].nr_seed_runs, memory_order_relaxed);
 	return n;
 }
 

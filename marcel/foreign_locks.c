@@ -47,7 +47,7 @@ static inline struct marcel_task *ma_lock_owner(void)
 {
 	struct ma_worker *w = ma_tls_worker;
 	if (w) {
-		struct marcel_task *t = w->current;
+		struct marcel_task *t = ma_worker_current(w);
 		return t && !t->is_idle ? t : NULL;
 	}
 	return ma_tls_section_task;

@@ -40,7 +40,7 @@ static void ma_idle_task_init(struct ma_worker *w)
 	snprintf(name, sizeof(name), "idle VP%u", w->vp);
 	ma_context_task_init(t, name);
 	t->e.sched_holder = &w->rq.hold;
-	t->last_vp = (int)w->vp;
+	atomic_init(&t->last_vp, (int)w->vp);
 }
 
 /* Frees what ma_runtime_start built; safe on a partially built runtime. */
@@ -121,20 +121,20 @@ static int ma_setup_main(void)
 	if (!m)
 		return ENOMEM;
 	m->is_main = 1;
-	m->e.prio = MA_DEF_PRIO;
+	atomic_init(&m->e.prio, MA_DEF_PRIO);
 	m->e.sched_holder = &ma_rt.rqs[0].hold;
 	/* main is nobody's to join or reclaim: marcel_end takes care of it. */
 	atomic_init(&m->link, MA_LINK_DETACHED);
 	atomic_init(&m->state, MA_TASK_RUNNING);
 	atomic_init(&m->on_cpu, 1);
 	m->preemptible = 1;
-	m->last_vp = 0;
+	atomic_init(&m->last_vp, 0);
 	strcpy(m->name, "main");
 	ma_rt.main_task = m;
 	ma_sig_init_main(m);
 	ma_seed_note_main_stack();
 
-	w0->current = m;
+	atomic_init(&w0->current, m);
 	w0->errno_loc = &errno;
 	ma_tls_worker = w0;
 

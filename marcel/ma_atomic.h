@@ -19,6 +19,8 @@
 #ifndef MA_ATOMIC_H
 #define MA_ATOMIC_H
 
+#include <stdatomic.h>
+
 #define ma_read_once(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ma_write_once(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define ma_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -30,5 +32,10 @@
  * from *expected): 1 if this caller did, else *expected is what it holds. */
 #define ma_cas_acquire(p, expected, desired) \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)
+
+/* Adds one to an _Atomic counter that only its owner writes (others read it relaxed):
+ * a load and a store, not a locked add. */
+#define ma_owner_inc(p) \
+	atomic_store_explicit((p), atomic_load_explicit((p), memory_order_relaxed) + 1, memory_order_relaxed)
 
 #endif

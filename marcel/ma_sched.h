@@ -52,18 +52,18 @@ struct ma_unit {
 
 struct ma_entity {
 	enum ma_entity_type type;
-	int prio;
+	_Atomic int prio;                 /* set by the application at any time */
 	struct ma_holder *natural_holder; /* the bubble the application put it in; NULL: none yet */
 	struct ma_holder *sched_holder;   /* where it goes when it becomes ready */
 	struct ma_holder *ready_holder;   /* where it is queued now; NULL when not queued.
 					     Written under that holder's lock. */
 	struct ma_list run_node;          /* link in ready_holder's priority list */
 	int queued_prio;                  /* the list run_node is in (prio may change meanwhile) */
-	int sched_level;                  /* a marcel_level_kind, 0: the strategy decides */
+	_Atomic int sched_level;          /* a marcel_level_kind, 0: the strategy decides */
 	/* Membership of natural_holder (bubbles/): under that bubble's lock. */
 	struct ma_list member_node;
 	unsigned char explicit_member;    /* inserted by the application (not an implicit bubble) */
-	long long load_hint;              /* MARCEL_STATS_LOAD; < 0: unset */
+	_Atomic long long load_hint;      /* MARCEL_STATS_LOAD; < 0: unset */
 	_Atomic unsigned long long cpu_ns; /* consumed (threads; bubbles: unused), cpuclock.c */
 	int last_level;                   /* item id of the queue it was last taken from, -1 */
 };
@@ -193,7 +193,7 @@ struct marcel_task {
 	 * before it ends, since publishing wakes them into its bubble. */
 	unsigned nb_private_woken;
 	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
-	int last_vp;
+	_Atomic int last_vp;              /* written by the VP that runs it, without a lock */
 	char name[MARCEL_MAXNAMESIZE];
 	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
 	atomic_int parked;                /* parked by marcel_suspend (runqueue.c) */
@@ -267,7 +267,9 @@ struct ma_stack;
 
 struct ma_worker {
 	unsigned vp;
-	struct marcel_task *current;
+	/* Written by this VP only; the owner reads it relaxed, others with acquire (they read
+	 * the thread it points to). */
+	struct marcel_task *_Atomic current;
 	/* Read on every yield and block: kept on the first cache line. */
 	_Atomic uint64_t timer_next;      /* earliest timer deadline, UINT64_MAX if none */
 	atomic_int disabled;              /* marcel_disable_vps */
@@ -276,8 +278,8 @@ struct ma_worker {
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
-	unsigned long nr_switches;        /* switches so far (the preemption ticker sees them) */
-	unsigned long nr_seed_runs;       /* seeds run inline so far (the CPU clock sees them) */
+	_Atomic unsigned long nr_switches; /* switches so far (the preemption ticker sees them) */
+	_Atomic unsigned long nr_seed_runs; /* seeds run inline so far (the CPU clock sees them) */
 	/* Reads of the clock itself while the CPU clock is precise, since precise_since
 	 * (cpuclock.c: frequent ones bring the coarse word back at once). */
 	uint64_t precise_since;
@@ -287,7 +289,7 @@ struct ma_worker {
 	/* The thread the idle context took off a queue and is switching to: from the take
 	 * to the store of current it is neither queued nor running, and load estimates
 	 * (the views' counters, bubbles/view.c) would see one thread fewer meanwhile. */
-	struct marcel_task *picked;
+	struct marcel_task *_Atomic picked; /* written by this VP only */
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */
@@ -488,10 +490,25 @@ static inline struct ma_worker *ma_worker_self(void)
 	return w;
 }
 
+/* The thread running on w, read by code running on w: only w writes it, so a relaxed
+ * load (a plain mov) sees the last store. Other VPs read it with acquire. */
+static inline struct marcel_task *ma_worker_current(const struct ma_worker *w)
+{
+	return atomic_load_explicit(&w->current, memory_order_relaxed);
+}
+
+/* The application's load hint of e (MARCEL_STATS_LOAD), or none if it set none: read once,
+ * since the application may change it meanwhile. */
+static inline long long ma_entity_hint_or(const struct ma_entity *e, long long none)
+{
+	long long h = atomic_load_explicit(&e->load_hint, memory_order_relaxed);
+	return h >= 0 ? h : none;
+}
+
 static inline struct marcel_task *ma_task_self(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	return w ? w->current : NULL;
+	return w ? ma_worker_current(w) : NULL;
 }
 
 /* Position of rq in w's path (0: w's own queue), or -1 if w does not look at rq. */

@@ -149,7 +149,7 @@ void *ma_owner_foreign(void) MA_HIDDEN;
 static inline void *ma_owner_self(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	return ma_likely(w != NULL) ? (void *)w->current : ma_owner_foreign();
+	return ma_likely(w != NULL) ? (void *)ma_worker_current(w) : ma_owner_foreign();
 }
 
 /* ---- waiting policy ---- */

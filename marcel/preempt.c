@@ -416,7 +416,7 @@ static void ma_preempt_handler(int sig, siginfo_t *si, void *ucv)
 		goto out;
 	struct ma_preempt_vp *p = &ma_pvp[w->vp];
 	struct marcel_task *t = atomic_load_explicit(&p->target, memory_order_relaxed);
-	if (!t || t != w->current)
+	if (!t || t != ma_worker_current(w))
 		goto out;
 	if (ma_preempt_unsafe(w, t, uc) || !atomic_compare_exchange_strong(&p->target, &t, NULL))
 		goto out;
@@ -468,7 +468,7 @@ static int ma_preempt_worthwhile(struct ma_worker *w, struct marcel_task *cur, u
 	return ma_read_once(&w->runnext) ||
 	       atomic_load_explicit(&w->nb_private, memory_order_relaxed) ||
 	       atomic_load_explicit(&w->timer_next, memory_order_relaxed) <= now ||
-	       ma_peek_next(w, ma_read_once(&cur->e.prio), &prio);
+	       ma_peek_next(w, atomic_load_explicit(&cur->e.prio, memory_order_relaxed), &prio);
 }
 
 /* Returns whether some VP has a thread that others wait behind (slice over or not). */
@@ -479,8 +479,8 @@ static int ma_preempt_tick(uint64_t now, uint64_t prev_tick)
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		struct ma_worker *w = &ma_rt.workers[v];
 		struct ma_preempt_vp *p = &ma_pvp[v];
-		struct marcel_task *cur = ma_read_once(&w->current);
-		unsigned long switches = ma_read_once(&w->nr_switches);
+		struct marcel_task *cur = atomic_load_explicit(&w->current, memory_order_relaxed);
+		unsigned long switches = atomic_load_explicit(&w->nr_switches, memory_order_relaxed);
 		struct marcel_task *tg = atomic_load_explicit(&p->target, memory_order_relaxed);
 		if (cur != p->seen || switches != p->seen_switches) {
 			/* It switched: a fresh slice, which began at a preemption if one was
@@ -524,7 +524,7 @@ static int ma_preempt_retry_requests(void)
 			continue;
 		struct ma_worker *w = &ma_rt.workers[v];
 		struct marcel_task *tg = atomic_load(&p->target);
-		if (!tg || tg != ma_read_once(&w->current)) {
+		if (!tg || tg != atomic_load_explicit(&w->current, memory_order_relaxed)) {
 			if (atomic_exchange(&p->requested, 0) && tg)
 				atomic_compare_exchange_strong(&p->target, &tg, NULL);
 			continue;
@@ -675,7 +675,7 @@ void ma_preempt_request(struct ma_worker *w)
 		return;
 	struct ma_preempt_vp *p = &ma_pvp[w->vp];
 	/* Acquire, as cur's is_idle is read (current is stored with release). */
-	struct marcel_task *cur = ma_load_acquire(&w->current);
+	struct marcel_task *cur = atomic_load_explicit(&w->current, memory_order_acquire);
 	if (!cur || cur->is_idle)
 		return;
 	atomic_store(&p->target, cur);
@@ -704,7 +704,7 @@ void ma_preempt_request(struct ma_worker *w)
 static struct marcel_task *ma_preempt_self(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	return w ? w->current : ma_tls_section_task;
+	return w ? ma_worker_current(w) : ma_tls_section_task;
 }
 
 int marcel_thread_preemption_disable(void)
@@ -752,6 +752,6 @@ int marcel_thread_is_preemptible(void)
 	struct ma_worker *w = ma_worker_self();
 	if (!w || !atomic_load_explicit(&ma_pt.live, memory_order_relaxed))
 		return 0;
-	struct marcel_task *t = w->current;
+	struct marcel_task *t = ma_worker_current(w);
 	return t->preemptible && !atomic_load_explicit(&t->preempt_off, memory_order_relaxed);
 }

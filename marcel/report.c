@@ -33,7 +33,7 @@ void ma_print_thread(FILE *out, struct marcel_task *t)
 	int st = atomic_load_explicit(&t->state, memory_order_relaxed);
 	fprintf(out, "  thread %llu '%s': %s", (unsigned long long)t->id, t->name, ma_state_name(st));
 	if (st == MA_TASK_RUNNING)
-		fprintf(out, " (VP%d)", t->last_vp);
+		fprintf(out, " (VP%d)", atomic_load_explicit(&t->last_vp, memory_order_relaxed));
 	if (atomic_load_explicit(&t->link, memory_order_relaxed) & MA_LINK_DETACHED)
 		fprintf(out, ", detached");
 	ma_hook_describe(out, t);

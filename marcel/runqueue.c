@@ -36,7 +36,7 @@ void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
 {
 	/* prio may be changed by marcel_sched_setparam at any time: read it once, and
 	 * remember which list the entity went to. */
-	int p = ma_read_once(&e->prio);
+	int p = atomic_load_explicit(&e->prio, memory_order_relaxed);
 	e->queued_prio = p;
 	ma_list_add_tail(&rq->queue[p], &e->run_node);
 	atomic_store_explicit(&rq->bitmap,
@@ -137,7 +137,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 		return NULL;
 	}
 	if (rn) {
-		int rprio = ma_read_once(&rn->e.prio), qprio;
+		int rprio = atomic_load_explicit(&rn->e.prio, memory_order_relaxed), qprio;
 		struct ma_runqueue *q = ma_peek_next(w, worst_prio, &qprio);
 		if (rprio <= worst_prio && (!q || rprio <= qprio)) {
 			w->runnext = NULL;

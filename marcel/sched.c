@@ -132,7 +132,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		if (ma_stack_bind(w, next)) {
 			/* Out of memory for a stack: leave it queued for later and let the worker
 			 * do something else; nothing is lost. */
-			ma_write_once(&w->picked, NULL);
+			atomic_store_explicit(&w->picked, NULL, memory_order_relaxed);
 			ma_entity_enqueue(&next->e);
 			if (prev == &w->idle) {
 				usleep(1000);
@@ -148,7 +148,7 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	if (ma_unlikely(!next->is_idle && !ma_still_ours(w, next))) {
 		/* Moved since we took it: it goes there now rather than after a run here (it
 		 * would only follow the move at its next yield). */
-		ma_write_once(&w->picked, NULL);
+		atomic_store_explicit(&w->picked, NULL, memory_order_relaxed);
 		ma_entity_enqueue(&next->e);
 		if (prev == &w->idle)
 			return;
@@ -158,13 +158,13 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	}
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
-	ma_write_once(&next->last_vp, (int)w->vp);
+	atomic_store_explicit(&next->last_vp, (int)w->vp, memory_order_relaxed);
 	/* Release: load estimates read next's fields through it (bubbles/view.c). */
-	ma_store_release(&w->current, next);
-	ma_write_once(&w->picked, NULL);
+	atomic_store_explicit(&w->current, next, memory_order_release);
+	atomic_store_explicit(&w->picked, NULL, memory_order_relaxed);
 	/* CPU time, charged to the thread leaving from the coarse clock (cpuclock.c). */
 	ma_cpu_charge(w, prev);
-	ma_write_once(&w->nr_switches, w->nr_switches + 1);
+	ma_owner_inc(&w->nr_switches);
 	if (ma_unlikely(ma_tracing())) {
 		if (!prev->is_idle)
 			ma_trace_emit(MA_TR_THREAD_STOP, prev->id, 0, prev->name);
@@ -299,7 +299,7 @@ static void ma_make_ready(struct marcel_task *t)
 	struct ma_worker *w = ma_worker_self();
 	if (w && !w->runnext && h->type == MA_RUNQUEUE_HOLDER) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
-		if (rq->nb_vps == 1 && t->last_vp == (int)w->vp &&
+		if (rq->nb_vps == 1 && atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
 		    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && ma_path_index(w, rq) >= 0) {
 			w->runnext = t;
 			return;
@@ -342,7 +342,7 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 	/* Only take over a waiter that last ran here: pulling it from another worker would
 	 * trade its cache for a queue round trip. */
 	struct ma_holder *h = t ? ma_load_acquire(&t->e.sched_holder) : NULL;
-	if (!t || t->last_vp != (int)w->vp || h->type != MA_RUNQUEUE_HOLDER ||
+	if (!t || atomic_load_explicit(&t->last_vp, memory_order_relaxed) != (int)w->vp || h->type != MA_RUNQUEUE_HOLDER ||
 	    ma_path_index(w, ma_rq_of_holder(h)) < 0) {
 		ma_waiter_wake(wt);
 		return NULL;
@@ -382,7 +382,7 @@ int marcel_yield(void)
 	struct ma_worker *w = ma_worker_self();
 	if (ma_unlikely(!w))
 		return EPERM;
-	struct marcel_task *cur = w->current;
+	struct marcel_task *cur = ma_worker_current(w);
 	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
 	ma_private_publish_pending(w);
 	ma_timers_poll(w);
@@ -399,9 +399,9 @@ int marcel_yield(void)
 		ma_schedule_blocked(w, cur);
 		return 0;
 	}
-	int prio, my_prio = ma_read_once(&cur->e.prio);
+	int prio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
 	struct marcel_task *rn = w->runnext;
-	if (rn && ma_read_once(&rn->e.prio) <= my_prio) {
+	if (rn && atomic_load_explicit(&rn->e.prio, memory_order_relaxed) <= my_prio) {
 		w->runnext = NULL;
 		if (!ma_park_if_suspended(rn)) {
 			cur->post = MA_POST_REQUEUE;
@@ -465,7 +465,7 @@ slow:;
 void ma_yield_preempted(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	struct marcel_task *cur = w->current;
+	struct marcel_task *cur = ma_worker_current(w);
 	if (atomic_load_explicit(&cur->leave_req, memory_order_relaxed)) {
 		/* Counted back by ma_finish_switch once it is cached in its bubble. */
 		cur->post = MA_POST_REQUEUE;
@@ -482,7 +482,7 @@ int marcel_yield_to(marcel_t t)
 		return EPERM;
 	if (!ma_task_valid(t) || atomic_load(&t->link) & MA_LINK_DEAD)
 		return ESRCH;
-	struct marcel_task *cur = w->current;
+	struct marcel_task *cur = ma_worker_current(w);
 	if (t == cur)
 		return 0;
 	ma_private_publish_pending(w);
@@ -534,7 +534,7 @@ void marcel_exit(any_t retval)
 		fprintf(stderr, "marcel: marcel_exit called outside a marcel thread\n");
 		abort();
 	}
-	struct marcel_task *cur = w->current;
+	struct marcel_task *cur = ma_worker_current(w);
 	if (ma_unlikely(cur->cleanup != NULL)) {
 		/* They may block: the thread may be on another worker afterwards. */
 		ma_cleanup_run(cur);
@@ -579,7 +579,7 @@ void ma_idle_loop(void *from, void *arg)
 		ma_timers_poll(w);
 		struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
 		if (next) {
-			ma_store_release(&w->picked, next);
+			atomic_store_explicit(&w->picked, next, memory_order_release);
 			w->idle.post = MA_POST_NONE;
 			ma_switch_to(w, &w->idle, next);
 			continue;

@@ -71,9 +71,9 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 	ma_tsan_seed_borrow(t);
 	atomic_store_explicit(&t->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&t->state, MA_TASK_RUNNING, memory_order_relaxed);
-	ma_write_once(&t->last_vp, (int)w->vp);
+	atomic_store_explicit(&t->last_vp, (int)w->vp, memory_order_relaxed);
 	ma_cpu_charge(w, self);
-	ma_write_once(&w->nr_seed_runs, w->nr_seed_runs + 1);
+	ma_owner_inc(&w->nr_seed_runs);
 	/* From here self waits for t like a blocked thread: a gather of its bubble does not
 	 * wait for it (it would wait for ever if t waits for threads of that bubble). Store
 	 * then load, against ma_gather_out's store of leave_req then load of hosts_seed:
@@ -93,7 +93,7 @@ static void ma_seed_enter(struct ma_worker *w, struct marcel_task *self, struct 
 		ma_trace_emit(MA_TR_THREAD_STOP, self->id, 0, self->name);
 		ma_trace_emit(MA_TR_THREAD_RUN, t->id, 0, t->name);
 	}
-	ma_store_release(&w->current, t);
+	atomic_store_explicit(&w->current, t, memory_order_release);
 }
 
 /* t has ended (ma_task_finish): self, its joiner, is the worker's current thread again. */
@@ -110,7 +110,7 @@ static void ma_seed_leave(struct marcel_task *self, struct marcel_task *t)
 	ma_tsan_seed_return(t);
 	ma_asan_seed_return(t);
 	t->inline_run = NULL;
-	ma_store_release(&w->current, self);
+	atomic_store_explicit(&w->current, self, memory_order_release);
 	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 	/* No fence: a gather that still reads 1 does not wait for self, as one that read it
 	 * a moment earlier would not have; self then finds its unit moved at its next check
@@ -178,7 +178,7 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	struct ma_worker *w = ma_worker_self();
 	if (!w || t->placed)
 		return 0;
-	struct marcel_task *self = w->current;
+	struct marcel_task *self = ma_worker_current(w);
 	char *lo = ma_stack_lo(self);
 	if (self->is_idle || self != wt->task || ma_stack_left(lo) < MA_SEED_STACK_MIN)
 		return 0;

@@ -218,9 +218,9 @@ void ma_sig_notify(struct marcel_task *t)
 	}
 	if (s != MA_TASK_RUNNING)
 		return; /* ready: it takes its signals when it is switched in */
-	int vp = ma_read_once(&t->last_vp);
+	int vp = atomic_load_explicit(&t->last_vp, memory_order_relaxed);
 	if (vp >= 0 && (unsigned)vp < ma_rt.nb_vps &&
-	    ma_read_once(&ma_rt.workers[vp].current) == t)
+	    atomic_load_explicit(&ma_rt.workers[vp].current, memory_order_relaxed) == t)
 		ma_preempt_request(&ma_rt.workers[vp]);
 }
 

@@ -43,14 +43,14 @@ static struct sigaction ma_sig_table[NSIG];
  * signals anyway, but is no data race. */
 #define MA_SIG_INFO_WORDS (sizeof(siginfo_t) / sizeof(uint64_t))
 _Static_assert(sizeof(siginfo_t) % sizeof(uint64_t) == 0, "siginfo_t is copied in 64-bit words");
-static uint64_t ma_sig_info[NSIG][MA_SIG_INFO_WORDS];
+static _Atomic uint64_t ma_sig_info[NSIG][MA_SIG_INFO_WORDS]; /* stored by the handler */
 
 static void ma_sig_info_store(int sig, const siginfo_t *si)
 {
 	uint64_t w[MA_SIG_INFO_WORDS];
 	memcpy(w, si, sizeof(w));
 	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
-		ma_write_once(&ma_sig_info[sig][i], w[i]);
+		atomic_store_explicit(&ma_sig_info[sig][i], w[i], memory_order_relaxed);
 }
 static uint64_t ma_sig_kblocked;       /* blocked in the workers' kernel masks */
 static uint64_t ma_sig_wanted;         /* waited for in marcel_sigwait once */
@@ -91,7 +91,7 @@ void ma_sig_proc_info(int sig, siginfo_t *info)
 {
 	uint64_t w[MA_SIG_INFO_WORDS];
 	for (unsigned i = 0; i < MA_SIG_INFO_WORDS; i++)
-		w[i] = ma_read_once(&ma_sig_info[sig][i]);
+		w[i] = atomic_load_explicit(&ma_sig_info[sig][i], memory_order_relaxed);
 	memcpy(info, w, sizeof(w));
 }
 

@@ -29,7 +29,7 @@ static void ma_sleep_until(uint64_t deadline)
 		return;
 	}
 	/* Every sleep is a cancellation point (cancel.c). */
-	ma_cancel_point(w->current);
+	ma_cancel_point(ma_worker_current(w));
 	struct ma_sleeper s;
 	ma_waiter_init(&s.w);
 	/* The timer lock's atomic exchange publishes the armed waiter (see ma_sched.h). */

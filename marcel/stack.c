@@ -51,7 +51,7 @@ _Static_assert(offsetof(struct ma_stack, canary) + sizeof(uint64_t) == sizeof(st
  * overflow after the fact, but reads only a page the stack below touches anyway (the
  * canary at a stack's own bottom would cost a page per thread). */
 static atomic_long ma_guarded_stacks;
-static long ma_guarded_budget = -1;
+static _Atomic long ma_guarded_budget = -1;
 
 struct ma_slab {
 	struct ma_slab *next;
@@ -63,7 +63,7 @@ static struct ma_slab *ma_slabs;       /* under ma_rt.pool_lock */
 static long ma_stack_guard_budget(void)
 {
 	/* Read once per process; racing first readers compute the same value. */
-	long budget = ma_read_once(&ma_guarded_budget);
+	long budget = atomic_load_explicit(&ma_guarded_budget, memory_order_relaxed);
 	if (budget < 0) {
 		long max = 65530;
 		FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -73,7 +73,7 @@ static long ma_stack_guard_budget(void)
 			fclose(f);
 		}
 		budget = max / 4;
-		ma_write_once(&ma_guarded_budget, budget);
+		atomic_store_explicit(&ma_guarded_budget, budget, memory_order_relaxed);
 	}
 	return budget;
 }
@@ -364,7 +364,7 @@ static void ma_segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	/* A plain TLS read is fine here: no switch can happen inside the handler. */
 	struct ma_worker *w = ma_tls_worker;
-	struct marcel_task *t = w ? w->current : ma_tls_section_task;
+	struct marcel_task *t = w ? ma_worker_current(w) : ma_tls_section_task;
 	char *addr = si->si_addr;
 	if (t && t->stack_base && addr < (char *)t->stack_base &&
 	    addr >= (char *)t->stack_base - ma_rt.page_size)

@@ -178,7 +178,7 @@ void ma_end(int all)
 	if (!ma_rt.running)
 		return;
 	struct ma_worker *w = ma_worker_self();
-	if (!w || w->current != ma_rt.main_task) {
+	if (!w || ma_worker_current(w) != ma_rt.main_task) {
 		fprintf(stderr, "marcel: marcel_end must be called by the thread that called marcel_init; "
 				"ignored\n");
 		return;

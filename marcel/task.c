@@ -15,10 +15,10 @@ void ma_context_task_init(struct marcel_task *t, const char *name)
 	memset(t, 0, sizeof(*t));
 	t->magic = MA_TASK_MAGIC;
 	t->e.type = MA_TASK_ENTITY;
-	t->e.prio = MA_IDLE_PRIO;
+	atomic_init(&t->e.prio, MA_IDLE_PRIO);
 	ma_list_init(&t->e.run_node);
 	t->is_idle = 1;
-	t->last_vp = -1;
+	atomic_init(&t->last_vp, -1);
 	atomic_init(&t->state, MA_TASK_RUNNING);
 	snprintf(t->name, sizeof(t->name), "%s", name);
 }
@@ -29,7 +29,7 @@ static void ma_task_reset(struct marcel_task *t)
 	t->magic = MA_TASK_MAGIC;
 	t->e.type = MA_TASK_ENTITY;
 	ma_list_init(&t->e.run_node);
-	t->last_vp = -1;
+	atomic_init(&t->last_vp, -1);
 }
 
 /* Called with the pool lock held. */

@@ -124,18 +124,18 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	if (ma_unlikely(!t))
 		return EAGAIN;
 	t->id = ma_new_id(w);
-	t->e.prio = attr ? attr->prio : MA_DEF_PRIO;
+	atomic_init(&t->e.prio, attr ? attr->prio : MA_DEF_PRIO);
 	/* A recycled descriptor may still be glanced at by a strategy or a snapshot. */
 	ma_write_once(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold);
-	t->e.sched_level = 0;
-	t->e.load_hint = -1;
+	atomic_init(&t->e.sched_level, 0);
+	atomic_init(&t->e.load_hint, -1);
 	ma_write_once(&t->e.last_level, -1);
 	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;
 	t->placed = rq != NULL;
 	/* children_bubble, nb_private_woken, private_claimed and private_handed are 0 in a
 	 * free descriptor (task.c). */
-	ma_write_once(&t->last_vp, -1);
+	atomic_store_explicit(&t->last_vp, -1, memory_order_relaxed);
 	t->func = func;
 	t->arg = arg;
 	t->retval = NULL;
@@ -143,7 +143,7 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	 * reach the next thread given this descriptor. */
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
 	/* POSIX: the creator's signal mask, no signal pending (sig_wait is 0 outside waits). */
-	struct marcel_task *creator = w ? w->current : NULL;
+	struct marcel_task *creator = w ? ma_worker_current(w) : NULL;
 	atomic_store_explicit(&t->sig_mask,
 			      creator && !creator->is_idle ? atomic_load_explicit(&creator->sig_mask, memory_order_relaxed) : 0,
 			      memory_order_relaxed);
@@ -283,7 +283,7 @@ marcel_t marcel_self(void)
 {
 	struct ma_worker *w = ma_worker_self();
 	/* Off any VP, the caller may still be a marcel thread inside a blocking section. */
-	return ma_likely(w != NULL) ? w->current : ma_tls_section_task;
+	return ma_likely(w != NULL) ? ma_worker_current(w) : ma_tls_section_task;
 }
 
 int marcel_equal(marcel_t a, marcel_t b)

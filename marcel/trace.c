@@ -154,7 +154,7 @@ static void ma_tr_put_outside(enum ma_trace_kind k, uint64_t a, uint64_t b, cons
 static inline struct marcel_task *ma_tr_nopreempt(void)
 {
 	struct ma_worker *w = ma_worker_self();
-	struct marcel_task *cur = w ? w->current : NULL;
+	struct marcel_task *cur = w ? ma_worker_current(w) : NULL;
 	if (cur) {
 		atomic_store_explicit(&cur->preempt_off,
 				      atomic_load_explicit(&cur->preempt_off, memory_order_relaxed) + 1,

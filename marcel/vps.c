@@ -21,7 +21,7 @@ int marcel_apply_vpset(const marcel_vpset_t *set)
 	struct ma_runqueue *rq = ma_rq_for_set(set);
 	if (!rq)
 		return EINVAL;
-	struct marcel_task *self = w->current;
+	struct marcel_task *self = ma_worker_current(w);
 	/* Pinned: strategies and bubble regeneration leave it there. */
 	self->pinned = 1;
 	ma_entity_move_to_holder(&self->e, &rq->hold);
@@ -80,7 +80,7 @@ int marcel_disable_vps(const marcel_vpset_t *set)
 	/* The caller itself leaves if it runs on one of them. */
 	struct ma_worker *w = ma_worker_self();
 	if (w && atomic_load(&w->disabled))
-		ma_migrate_self(w, w->current);
+		ma_migrate_self(w, ma_worker_current(w));
 	return 0;
 }
 
