@@ -2,9 +2,12 @@
  * Shared fields: one rule, and the helpers of its second case.
  *
  *  - A field that threads read and write without a lock ordering them is _Atomic, and
- *    each access is a C11 call with its order written out (atomic_load_explicit, ...):
- *    atomic_load(&x) alone is sequentially consistent, and a store so written is an xchg
- *    on x86.
+ *    each access is a C11 call. A plain access to it compiles, as a sequentially
+ *    consistent one: write the order out (atomic_load_explicit, ...) wherever less is
+ *    enough, and use the short form (atomic_load(&x)) only where the protocol needs
+ *    sequential consistency (the wake-up handshakes do): on x86 a store so written is an
+ *    xchg. A field only its owner writes (a VP's current thread, its counters) is
+ *    _Atomic too, read relaxed by the owner.
  *  - A plain field written under a lock and read without it (an estimate, or a value the
  *    reader checks again under the lock) is read with ma_read_once or ma_load_acquire,
  *    and written, under its lock, with ma_write_once or ma_store_release, so that neither
