@@ -1,0 +1,7 @@
+/*
+ * The backends built in, one line each, in the order `MARCEL_HWPRIO=auto` tries them:
+ * MA_HW_BACKEND(identifier), where the backend's table is ma_hw_<identifier>
+ * (hwprio/registry.c makes the list from it). Adding a backend: its file, its name in
+ * Makefile.am, a line here.
+ */
+MA_HW_BACKEND(none)
