@@ -55,8 +55,13 @@ struct ma_hw_target {
 	int kind;  /* its core kind (hwloc cpukinds, 0: the most efficient), -1: one kind */
 };
 
-/* A backend. Hooks run in the runtime's hwprio context, one at a time, never on a hot
- * path, except apply_self. NULL start/stop/reset_self: nothing to do. */
+/* A backend. probe, start, reset and stop run at marcel_init and marcel_end, on the
+ * thread that calls them. apply runs on the target's own kernel thread (t->tid is the
+ * caller's), at a safe point of its VP: a VP moves between kernel threads (blocking
+ * sections), so each kernel thread that takes a VP applies the VP's level to itself, and
+ * no backend races with a VP changing threads. Calls of one backend never overlap in
+ * time for one target; for different targets they may (a backend's shared state needs
+ * its own lock). NULL start, reset, stop, apply_self: nothing to do. */
 struct ma_hw_backend {
 	const char *name;
 	const char *desc;          /* one line, for `marcel-topo` and errors */
@@ -66,13 +71,15 @@ struct ma_hw_backend {
 	enum ma_hw_presence (*probe)(const struct ma_hw_env *env, struct ma_hw_why *why);
 	/* Prepares (creates groups, reads each thing it will change): 0 or an errno. */
 	int (*start)(void *priv, const struct ma_hw_env *env, struct ma_hw_why *why);
-	/* Sets t to level (lo..hi; 0: as before start). From any thread, unless apply_self. */
+	/* Sets t, the calling kernel thread, to level (lo..hi; 0: as before start): 0 or an
+	 * errno with why filled; a failure leaves t as it was. */
 	int (*apply)(void *priv, const struct ma_hw_target *t, int level, struct ma_hw_why *why);
-	/* For a mechanism that acts on the calling hardware thread only (POWER's PPR): set by
-	 * the worker itself, at its switches, since the kernel resets it at system calls.
-	 * Then apply only records the level. */
+	/* Set for a mechanism the kernel undoes behind the program's back (POWER's PPR, reset
+	 * at every system call): called by the worker at each of its switches with its
+	 * current level, so it must cost a few instructions. */
 	void (*apply_self)(int level);
-	/* Everything it changed back as start found it: 0 or an errno. */
+	/* Everything it changed back as start found it (from the thread calling marcel_end or
+	 * a failing marcel_init; the targets may have ended): 0 or an errno. */
 	int (*reset)(void *priv, struct ma_hw_why *why);
 	void (*stop)(void *priv);
 };
@@ -95,8 +102,18 @@ struct ma_hw_choice {
 
 /* 0, or -1 with why naming the bad part and what is accepted. */
 int ma_hw_choice_parse(const char *value, struct ma_hw_choice *c, struct ma_hw_why *why);
-/* "auto, none, or a comma-separated list of: a, b, ..." */
+/* "auto, none, or a comma-separated list of: a b ..." */
 const char *ma_hw_accepted(void);
+/* marcel_init's checks of MARCEL_HWPRIO and MARCEL_HWPRIO_POLICY: NULL if value is
+ * accepted, else what is accepted and what is wrong with it. */
+const char *ma_hwprio_check(const char *value);
+const char *ma_hwprio_policy_check(const char *value);
+
+/* The runtime part's steps (hwprio/runtime.c, run by marcel/startup.c): start returns 0
+ * or an errno after saying why on stderr. */
+int ma_hwprio_start(void);
+void ma_hwprio_quiesce(void);
+void ma_hwprio_stop(void);
 
 /* ---- the policy: pure ---- */
 

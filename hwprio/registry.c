@@ -99,3 +99,22 @@ int ma_hw_choice_parse(const char *value, struct ma_hw_choice *c, struct ma_hw_w
 		p += len + 1;
 	}
 }
+
+/* The option checks marcel_init makes before any step starts (marcel/startup.c): NULL, or
+ * what is accepted followed by what is wrong with value. */
+const char *ma_hwprio_check(const char *value)
+{
+	static char buf[1024];
+	struct ma_hw_choice c;
+	struct ma_hw_why why;
+	if (!ma_hw_choice_parse(value, &c, &why))
+		return NULL;
+	snprintf(buf, sizeof(buf), "%s (%s)", ma_hw_accepted(), why.s);
+	return buf;
+}
+
+const char *ma_hwprio_policy_check(const char *value)
+{
+	enum ma_hw_policy_kind k;
+	return ma_hw_policy_find(value, &k) ? "dlrb (the default), uniform or adaptive" : NULL;
+}

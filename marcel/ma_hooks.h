@@ -246,4 +246,17 @@ static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_ru
 	return ma_hooks.pick(w, rq, e);
 }
 
+/* hwprio's hook (hwprio/runtime.c): called after every switch of a worker, in the
+ * context switched to, while hwprio runs. Set by hwprio's start step (before the
+ * carriers start; VP 0 may already switch), cleared by its quiesce step; NULL the rest of
+ * the time, which is all a switch then pays: one relaxed load and a predicted branch. */
+extern void (*_Atomic ma_hw_switched_hook)(struct ma_worker *w) MA_HIDDEN;
+
+static inline __attribute__((always_inline)) void ma_hook_hw_switched(struct ma_worker *w)
+{
+	void (*f)(struct ma_worker *) = atomic_load_explicit(&ma_hw_switched_hook, memory_order_relaxed);
+	if (ma_unlikely(f != NULL))
+		f(w);
+}
+
 #endif

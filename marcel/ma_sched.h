@@ -350,9 +350,13 @@ void ma_cpu_clock_stop(void) MA_HIDDEN;
 /* How the option parser checks a name it cannot know (the bubble scheduler's, which the
  * strategies' registry knows): whether it is accepted, and the accepted ones in words
  * for the error message. */
-struct ma_name_check {
-	int (*ok)(const char *name);
-	const char *(*names)(void);
+/* Checks of option values that only the layers above the core know (startup.c fills
+ * them): each returns NULL if value is accepted, else a sentence saying what is wrong with
+ * it and what is accepted. NULL check: any value, checked when the layer starts. */
+struct ma_option_checks {
+	const char *(*sched)(const char *value);         /* MARCEL_BUBBLE_SCHEDULER */
+	const char *(*hwprio)(const char *value);        /* MARCEL_HWPRIO */
+	const char *(*hwprio_policy)(const char *value); /* MARCEL_HWPRIO_POLICY */
 };
 
 struct ma_options {
@@ -365,7 +369,9 @@ struct ma_options {
 	long spin;                        /* MARCEL_SPIN; -1: automatic */
 	long idle_spin_us;                /* MARCEL_IDLE_SPIN; -1: automatic */
 	const char *bubble_sched;         /* MARCEL_BUBBLE_SCHEDULER; NULL: the default */
-	const struct ma_name_check *sched_names; /* checks it (NULL: any name, checked later) */
+	const char *hwprio;               /* MARCEL_HWPRIO; NULL: hwprio is off */
+	const char *hwprio_policy;        /* MARCEL_HWPRIO_POLICY; NULL: the default */
+	const struct ma_option_checks *checks;
 	unsigned timeslice_us;            /* MARCEL_TIMESLICE; 0: cooperative */
 	int timeslice_given;              /* set by the user: refused where it cannot work */
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
@@ -373,6 +379,8 @@ struct ma_options {
 					     which threads leave __thread data behind */
 	char topology_buf[4096];
 	char bubble_sched_buf[64];
+	char hwprio_buf[256];
+	char hwprio_policy_buf[32];
 	char trace_buf[4096];
 };
 
@@ -854,7 +862,7 @@ int ma_copy_name(char *buf, size_t n, const char *name) MA_HIDDEN;
 
 /* ---- options.c ---- */
 /* Parses the MARCEL_* variables, then argv's --marcel-* arguments (taken out of argv).
- * sched_names checks MARCEL_BUBBLE_SCHEDULER (startup.c gives the registry's). */
-int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_name_check *sched_names) MA_HIDDEN;
+ * checks are the upper layers' checks of their options (startup.c gives them). */
+int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_option_checks *checks) MA_HIDDEN;
 
 #endif

@@ -131,15 +131,36 @@ static int ma_opt_idle_spin(struct ma_options *o, const char *v, const char **ac
 	return ma_parse_count_or_auto(v, &o->idle_spin_us);
 }
 
+/* A value an upper layer checks (check NULL: accepted as is), kept in buf. */
+static int ma_opt_checked(const char *v, const char *(*check)(const char *), const char *what, char *buf,
+			  size_t size, const char **out, const char **accepted)
+{
+	const char *why = check && *v ? check(v) : NULL;
+	*accepted = why ? why : what;
+	if (!*v || strlen(v) >= size || why)
+		return -1;
+	strcpy(buf, v);
+	*out = buf;
+	return 0;
+}
+
 static int ma_opt_bubble_sched(struct ma_options *o, const char *v, const char **accepted)
 {
-	const struct ma_name_check *c = o->sched_names;
-	*accepted = c ? c->names() : "the name of a bubble scheduler";
-	if (!*v || strlen(v) >= sizeof(o->bubble_sched_buf) || (strcmp(v, "list") && c && !c->ok(v)))
-		return -1;
-	strcpy(o->bubble_sched_buf, v);
-	o->bubble_sched = o->bubble_sched_buf;
-	return 0;
+	const struct ma_option_checks *c = o->checks;
+	return ma_opt_checked(v, c && strcmp(v, "list") ? c->sched : NULL, "the name of a bubble scheduler",
+			      o->bubble_sched_buf, sizeof(o->bubble_sched_buf), &o->bubble_sched, accepted);
+}
+
+static int ma_opt_hwprio(struct ma_options *o, const char *v, const char **accepted)
+{
+	return ma_opt_checked(v, o->checks ? o->checks->hwprio : NULL, "auto, none or backend names",
+			      o->hwprio_buf, sizeof(o->hwprio_buf), &o->hwprio, accepted);
+}
+
+static int ma_opt_hwprio_policy(struct ma_options *o, const char *v, const char **accepted)
+{
+	return ma_opt_checked(v, o->checks ? o->checks->hwprio_policy : NULL, "the name of a hwprio policy",
+			      o->hwprio_policy_buf, sizeof(o->hwprio_policy_buf), &o->hwprio_policy, accepted);
 }
 
 static int ma_opt_timeslice(struct ma_options *o, const char *v, const char **accepted)
@@ -189,20 +210,19 @@ static const struct {
 	{ "MARCEL_TIMESLICE", "--marcel-timeslice", ma_opt_timeslice },
 	{ "MARCEL_TRACE", "--marcel-trace", ma_opt_trace },
 	{ "MARCEL_DEBUG", "--marcel-debug", ma_opt_debug },
+	{ "MARCEL_HWPRIO", "--marcel-hwprio", ma_opt_hwprio },
+	{ "MARCEL_HWPRIO_POLICY", "--marcel-hwprio-policy", ma_opt_hwprio_policy },
 };
 #define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
-
-/* Documented knobs that later parts of the runtime will read; say so rather than
- * silently ignoring them. */
-static const char *const ma_future_env[] = {
-	"MARCEL_HWPRIO",
-};
 
 /* Read elsewhere: by the libraries built on libmarcel (libmarcel-preload), and by
  * marcel_init's steps when MARCEL_DEBUG is set (startup.c). */
 static const char *const ma_companion_env[] = {
 	"MARCEL_PRELOAD_REPORT",
 	"MARCEL_DEBUG_FAIL",
+	/* Where hwprio's backends find the system's files (fake trees in tests). */
+	"MARCEL_HWPRIO_SYSFS",
+	"MARCEL_HWPRIO_RESCTRL",
 };
 
 static void ma_check_unknown_env(void)
@@ -216,12 +236,6 @@ static void ma_check_unknown_env(void)
 			known = strlen(ma_opts[i].env) == len && !strncmp(*e, ma_opts[i].env, len);
 		for (size_t i = 0; i < sizeof(ma_companion_env) / sizeof(*ma_companion_env) && !known; i++)
 			known = strlen(ma_companion_env[i]) == len && !strncmp(*e, ma_companion_env[i], len);
-		for (size_t i = 0; i < sizeof(ma_future_env) / sizeof(*ma_future_env) && !known; i++)
-			if (strlen(ma_future_env[i]) == len && !strncmp(*e, ma_future_env[i], len)) {
-				fprintf(stderr, "marcel: warning: %.*s is not supported by this version yet; "
-						"ignored\n", (int)len, *e);
-				known = 1;
-			}
 		if (!known) {
 			fprintf(stderr, "marcel: warning: unknown environment variable %.*s (known:", (int)len, *e);
 			for (size_t i = 0; i < MA_NB_OPTS; i++)
@@ -238,10 +252,10 @@ static void ma_remove_args(int *argc, char **argv, int at, int n)
 	*argc -= n;
 }
 
-int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_name_check *sched_names)
+int ma_options_parse(struct ma_options *o, int *argc, char **argv, const struct ma_option_checks *checks)
 {
 	memset(o, 0, sizeof(*o));
-	o->sched_names = sched_names;
+	o->checks = checks;
 	o->maxarity = MA_DEFAULT_MAXARITY;
 	o->stack_size = MA_DEFAULT_STACK_SIZE;
 	o->spin = -1;

@@ -92,6 +92,7 @@ ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
 	ma_tls_check_switch(self, prev);
 	struct ma_worker *w = ma_worker_self();
 	ma_finish_switch(w, prev);
+	ma_hook_hw_switched(w);
 	return w;
 }
 

@@ -39,6 +39,11 @@ int ma_strategies_start(void) MA_HIDDEN;
 void ma_strategies_stop(void) MA_HIDDEN;
 int ma_strategy_name_ok(const char *name) MA_HIDDEN;
 const char *ma_strategy_names(void) MA_HIDDEN;
+int ma_hwprio_start(void) MA_HIDDEN;
+void ma_hwprio_quiesce(void) MA_HIDDEN;
+void ma_hwprio_stop(void) MA_HIDDEN;
+const char *ma_hwprio_check(const char *value) MA_HIDDEN;
+const char *ma_hwprio_policy_check(const char *value) MA_HIDDEN;
 
 struct ma_step {
 	const char *name;        /* for MARCEL_DEBUG_FAIL and messages */
@@ -76,6 +81,11 @@ static const struct ma_step ma_steps[] = {
 	{ "strategies", ma_strategies_start, ma_strategies_stop, NULL, 0 },
 	{ "running", ma_running_start, NULL, NULL, 0 },
 	{ "tls-check", ma_tls_check_step, NULL, ma_tls_check_stop, 0 },
+	/* Says why itself (a backend named in MARCEL_HWPRIO that cannot be used). Before the
+	 * carriers: its hook is in place before any worker but VP 0's switches, and its stop
+	 * part frees what the hook reads only once the workers have stopped. Its quiesce part
+	 * (every backend puts back what it changed) runs after preemption's. */
+	{ "hwprio", ma_hwprio_start, ma_hwprio_quiesce, ma_hwprio_stop, 0 },
 	{ "carriers", ma_carriers_start, NULL, ma_carriers_stop, 1 },
 	/* Says why itself (a time slice where preemption cannot work). */
 	{ "preemption", ma_preempt_start, ma_preempt_stop, NULL, 0 },
@@ -116,7 +126,12 @@ static int ma_debug_fail_step(void)
 	return -1;
 }
 
-static const struct ma_name_check ma_sched_names = { ma_strategy_name_ok, ma_strategy_names };
+static const char *ma_sched_check(const char *value)
+{
+	return ma_strategy_name_ok(value) ? NULL : ma_strategy_names();
+}
+
+static const struct ma_option_checks ma_checks = { ma_sched_check, ma_hwprio_check, ma_hwprio_policy_check };
 
 /* The program's own marcel_init once the runtime started before main (ma_auto_init):
  * the call it was written to make succeeds; its --marcel-* arguments come too late to
@@ -128,7 +143,7 @@ static int ma_init_claim(int *argc, char **argv)
 	struct ma_options *late = malloc(sizeof(*late));
 	if (!late)
 		return ENOMEM;
-	int e = ma_options_parse(late, argc, argv, &ma_sched_names);
+	int e = ma_options_parse(late, argc, argv, &ma_checks);
 	free(late);
 	if (!e && argc && *argc != before)
 		fprintf(stderr, "marcel: the runtime started before main (<marcel/pthread.h> with "
@@ -147,7 +162,7 @@ int marcel_init(int *argc, char **argv)
 	memset(&ma_rt, 0, sizeof(ma_rt));
 	ma_runtime_gen++;
 	ma_rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
-	int e = ma_options_parse(&ma_rt.opt, argc, argv, &ma_sched_names);
+	int e = ma_options_parse(&ma_rt.opt, argc, argv, &ma_checks);
 	int fail = e ? -1 : ma_debug_fail_step();
 	if (fail < 0) {
 		memset(&ma_rt, 0, sizeof(ma_rt));

@@ -45,6 +45,7 @@
 #include <marcel/sync.h>
 #include <marcel/keys.h>
 #include <marcel/time.h>
+#include <marcel/hwprio.h>
 #include <marcel/blocking.h>
 #include <marcel/compat.h>
 #include <marcel/bubble.h>

@@ -1,0 +1,80 @@
+/**
+ * @file marcel/hwprio.h
+ * @brief Hardware resource priorities: which backends this machine offers, and the level
+ * each VP has.
+ *
+ * hwprio biases a processor resource that workers share (SMT decode slots, whole cores,
+ * cache ways, memory bandwidth, core kinds) toward the workers that run the heaviest
+ * bubble. Each mechanism is a backend; all share one scale of levels from -2 to +2, 0
+ * meaning "as the worker was before hwprio touched it". `MARCEL_HWPRIO` (or
+ * `--marcel-hwprio`) turns it on: `auto` (every backend this machine offers; nothing, and
+ * no message, if it offers none), `none` (the policy runs and its levels are traced and
+ * shown, no resource changes) or a comma-separated list of backend names (marcel_init()
+ * fails, saying which and why, if one of them cannot be used). Unset, hwprio is off.
+ * `MARCEL_HWPRIO_POLICY` chooses the policy: `dlrb` (the default), `uniform`, `adaptive`.
+ */
+#ifndef MARCEL_HWPRIO_H
+#define MARCEL_HWPRIO_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @defgroup marcel_hwprio Hardware resource priorities
+ * @{ */
+
+/** Lowest level of the scale every backend shares. */
+#define MARCEL_HWPRIO_MIN (-2)
+/** Highest level of the scale. */
+#define MARCEL_HWPRIO_MAX 2
+
+/** Whether a backend can be used here. */
+enum marcel_hwprio_presence {
+	MARCEL_HWPRIO_PRESENT = 0,         /**< usable by this process */
+	MARCEL_HWPRIO_ABSENT = 1,          /**< not on this machine, kernel or build */
+	MARCEL_HWPRIO_NEEDS_PRIVILEGE = 2, /**< there, but this process may not use it */
+};
+
+/** What marcel_hwprio_backend() reports about one backend. */
+struct marcel_hwprio_backend_info {
+	const char *name;        /**< as `MARCEL_HWPRIO` names it; static storage */
+	const char *description; /**< one line; static storage */
+	enum marcel_hwprio_presence presence; /**< its probe's answer, now */
+	char reason[256];        /**< why, when not present ("" when present) */
+	int active;              /**< in use by the running runtime */
+	int lo, hi;              /**< the part of the level scale it reaches */
+};
+
+/** The number of backends built into this library (the valid indexes of
+ * marcel_hwprio_backend()). May be called at any time, without marcel_init(). */
+unsigned marcel_hwprio_backend_count(void);
+
+/** Describes backend @p i and probes it (reads the system's files, changes nothing).
+ * May be called at any time, from any thread, without marcel_init(); the roots it reads are
+ * `MARCEL_HWPRIO_SYSFS` (default `/sys`) and `MARCEL_HWPRIO_RESCTRL` (default
+ * `/sys/fs/resctrl`).
+ * @return 0; EINVAL if @p info is NULL or @p i is not below marcel_hwprio_backend_count(). */
+int marcel_hwprio_backend(unsigned i, struct marcel_hwprio_backend_info *info);
+
+/** The level VP @p vp has now (0 while hwprio is off).
+ * @return 0; EINVAL if @p level is NULL or @p vp is not a VP of the running runtime;
+ * ENOENT if the runtime is not running. */
+int marcel_hwprio_vp_level(unsigned vp, int *level);
+
+/** Asks for VP @p vp to have @p level: every backend in use applies it (within the part of
+ * the scale it reaches) to the kernel thread running that VP, at that VP's next switch.
+ * Meant for experiments and for programs that know their heavy work better than the
+ * policy; with a policy running (`MARCEL_HWPRIO_POLICY`), its next decision may change it.
+ * May be called from any thread while the runtime runs.
+ * @return 0; EINVAL if @p vp is not a VP or @p level is outside MARCEL_HWPRIO_MIN..
+ * MARCEL_HWPRIO_MAX; ENOTSUP if hwprio is off (`MARCEL_HWPRIO` unset, or `auto` found
+ * nothing); ENOENT if the runtime is not running. */
+int marcel_hwprio_set_vp_level(unsigned vp, int level);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
