@@ -1321,6 +1321,7 @@ int marcel_bubble_barrier(marcel_bubble_t *pub)
 	ma_tree_unlock();
 	if (serial) {
 		ma_fwake(&b->bar_seq, ~0u);
+		ma_hook_hw_iteration(b);
 		return MARCEL_BARRIER_SERIAL_THREAD;
 	}
 	while (atomic_load(&b->bar_seq) == seq)

@@ -159,6 +159,7 @@ struct ma_hw_policy_state {
 	struct ma_hw_slot *slot;
 	unsigned iterations;
 	unsigned char quiet;      /* the next iteration runs unprioritised (after a phase change) */
+	unsigned char suspect;    /* the last iteration looked like a phase change */
 	unsigned char pattern_ok; /* slot[].busy holds a pattern */
 };
 

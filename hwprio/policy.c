@@ -202,18 +202,29 @@ int ma_hw_policy_step(const struct ma_hw_policy_params *p, struct ma_hw_policy_s
 			break;
 		}
 		busy[i] = last >= p->busy;
-		/* A worker that was a bottleneck and no longer is, though its advantage in its
+		/* A worker that was a bottleneck and no longer is, by more than the threshold
+		 * (less is measurement noise, as for the gap), though its advantage in its
 		 * domain did not grow meanwhile: its load changed, not its share of the core.
 		 * (Workers becoming busy are what raising the others does.) */
-		pattern_changed |= st->pattern_ok && sl->busy && !busy[i] && ma_hw_advantage(st, i) <= sl->busy_level;
+		pattern_changed |= st->pattern_ok && sl->busy && last >= 0 && last < p->busy - p->threshold &&
+				   ma_hw_advantage(st, i) <= sl->busy_level;
 		done[i] = 0;
 	}
 	st->iterations++;
 	int was_quiet = st->quiet;
 	st->quiet = 0;
 	/* DLRB: a phase change sends every level back to 0 for one iteration, measured
-	 * undistorted; the quiet iteration itself is not compared with the one before. */
-	if (p->kind == MA_HWP_DLRB && pattern_changed && !was_quiet) {
+	 * undistorted; the quiet iteration itself is not compared with the one before. A
+	 * change seen once is only suspected: the levels hold and the old pattern stays for
+	 * the next iteration to confirm it. One iteration where the kernel kept a worker off
+	 * its processor must not cost the balance (on a shared machine that is common). */
+	pattern_changed &= p->kind == MA_HWP_DLRB && !was_quiet;
+	if (pattern_changed && !st->suspect) {
+		st->suspect = 1;
+		return 0;
+	}
+	st->suspect = 0;
+	if (pattern_changed) {
 		for (unsigned i = 0; i < st->n; i++) {
 			st->slot[i].busy = busy[i];
 			st->slot[i].busy_level = 0;

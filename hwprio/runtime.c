@@ -9,6 +9,13 @@
  * it runs on, and again whenever it finds itself on another kernel thread. A backend that
  * fails is reset (every thread it moved goes back) and dropped, with one line saying why.
  *
+ * The policy runs once per iteration of the program: a round of the barrier that
+ * completed first (marcel_barrier_wait, pthread_barrier_wait through <marcel/pthread.h>,
+ * marcel_bubble_barrier), or, once the program calls marcel_hwprio_iteration, those calls
+ * only. Rounds less than MA_HW_MIN_ITER_NS apart are one iteration. What a VP did in it is
+ * measured by the same hook: the time its worker spent in its idle context is the time
+ * its threads waited; the rest, they ran.
+ *
  * This file is the only one of hwprio/ compiled with the core's headers (like
  * strategies/registry.c): the backends and the policy know nothing of the runtime.
  */
@@ -22,11 +29,15 @@
 #include "ma_sched.h"
 #include "ma_hooks.h"
 #include "ma_trace.h"
+#include "ma_sync.h"
 #include "ma_hwprio.h"
 #include "marcel/hwprio.h"
 #include "marcel/thread.h"
 
 #define MA_HW_MAX_ACTIVE 8
+/* Shorter rounds are merged: a policy step (and the applies it causes) per round of a
+ * fine-grained barrier would cost more than it balances. */
+#define MA_HW_MIN_ITER_NS 1000000
 
 struct ma_hw_active {
 	const struct ma_hw_backend *b;
@@ -37,9 +48,16 @@ struct ma_hw_active {
 /* What a VP was asked for, and what its worker applied where. */
 struct ma_hw_vp {
 	_Atomic int level;          /* on the shared scale, as asked */
+	_Atomic int want[MA_HW_MAX_ACTIVE]; /* level fitted to each active backend's reach */
 	_Atomic unsigned gen;       /* bumped with each change of level */
 	unsigned applied_gen;       /* written by the VP's worker only */
 	const void *applied_carrier; /* the kernel thread it applied on */
+	/* Idle accounting, written by the VP's worker at its switches, read by the policy. */
+	_Atomic uint64_t idle_ns;   /* time in the idle context, up to `since` */
+	_Atomic uint64_t since;     /* the last switch */
+	_Atomic int in_idle;        /* the idle context runs since then */
+	/* The policy's, at the last iteration boundary. */
+	uint64_t last_idle;
 };
 
 static struct {
@@ -53,7 +71,17 @@ static struct {
 	unsigned nb_vps;
 	void (*apply_self[MA_HW_MAX_ACTIVE])(int level);
 	unsigned nb_self;
-} ma_hw = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	/* The policy (under policy_lock, taken by whoever completes an iteration). */
+	pthread_mutex_t policy_lock;
+	struct ma_hw_policy_state st;
+	struct ma_hw_sample *samples;
+	int *fit;
+	const void *iter_key;       /* the barrier whose rounds are the iterations */
+	int explicit_iter;          /* marcel_hwprio_iteration was called: only its calls */
+	uint64_t iter_start;
+	_Atomic unsigned iterations;
+	_Atomic unsigned changes;   /* iterations whose decision changed a level */
+} ma_hw = { .lock = PTHREAD_MUTEX_INITIALIZER, .policy_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void ma_hw_env_read(struct ma_hw_env *env)
 {
@@ -109,6 +137,15 @@ static void ma_hw_switched(struct ma_worker *w)
 {
 	atomic_thread_fence(memory_order_acquire);
 	struct ma_hw_vp *s = &ma_hw.vp[w->vp];
+	uint64_t now = ma_cpu_clock_now();
+	if (atomic_load_explicit(&s->in_idle, memory_order_relaxed)) {
+		uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
+		if (now > since)
+			atomic_store_explicit(&s->idle_ns, atomic_load_explicit(&s->idle_ns, memory_order_relaxed) + (now - since),
+					      memory_order_relaxed);
+	}
+	atomic_store_explicit(&s->since, now, memory_order_relaxed);
+	atomic_store_explicit(&s->in_idle, ma_worker_current(w)->is_idle, memory_order_relaxed);
 	unsigned gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	int level = atomic_load_explicit(&s->level, memory_order_relaxed);
 	for (unsigned i = 0; i < ma_hw.nb_self; i++)
@@ -126,7 +163,8 @@ static void ma_hw_switched(struct ma_worker *w)
 			for (unsigned i = 0; i < ma_hw.n; i++) {
 				struct ma_hw_active *a = &ma_hw.a[i];
 				struct ma_hw_why why = { "" };
-				if (!a->failed && a->b->apply(a->priv, &t, ma_hw_clamp(level, a->b), &why))
+				int l = atomic_load_explicit(&s->want[i], memory_order_relaxed);
+				if (!a->failed && a->b->apply(a->priv, &t, l, &why))
 					ma_hw_drop_locked(i, w->vp, &why);
 			}
 			MA_TRACE(MA_TR_HWPRIO, w->vp, (uint64_t)(int64_t)level, ma_hw.a[0].b->name);
@@ -138,14 +176,70 @@ static void ma_hw_switched(struct ma_worker *w)
 	marcel_thread_preemption_enable();
 }
 
-/* Asks VP v for level: its worker applies it at its next switch. */
-static void ma_hw_vp_set(unsigned v, int level)
+/* Asks VP v for level, want[i] for backend i: its worker applies them at its next
+ * switch. */
+static void ma_hw_vp_set(unsigned v, int level, const int *want)
 {
 	struct ma_hw_vp *s = &ma_hw.vp[v];
-	if (atomic_load_explicit(&s->level, memory_order_relaxed) == level)
+	int same = atomic_load_explicit(&s->level, memory_order_relaxed) == level;
+	for (unsigned i = 0; i < ma_hw.n; i++) {
+		same &= atomic_load_explicit(&s->want[i], memory_order_relaxed) == want[i];
+		atomic_store_explicit(&s->want[i], want[i], memory_order_relaxed);
+	}
+	if (same)
 		return;
 	atomic_store_explicit(&s->level, level, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+}
+
+/* Idle time of VP v up to now. */
+static uint64_t ma_hw_idle_of(struct ma_hw_vp *s, uint64_t now)
+{
+	uint64_t idle = atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+	uint64_t since = atomic_load_explicit(&s->since, memory_order_relaxed);
+	if (atomic_load_explicit(&s->in_idle, memory_order_relaxed) && now > since)
+		idle += now - since;
+	return idle;
+}
+
+/* The core's iteration hook: one round of the program's iteration ended. */
+static void ma_hw_iteration(const void *key)
+{
+	if (pthread_mutex_trylock(&ma_hw.policy_lock))
+		return; /* another round being decided right now: this one merges into the next */
+	if (!key)
+		ma_hw.explicit_iter = 1;
+	else if (ma_hw.explicit_iter || (ma_hw.iter_key && ma_hw.iter_key != key))
+		goto out;
+	ma_hw.iter_key = key;
+	uint64_t now = ma_cpu_clock_now();
+	if (now - ma_hw.iter_start < MA_HW_MIN_ITER_NS)
+		goto out;
+	uint64_t wall = now - ma_hw.iter_start;
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
+		struct ma_hw_vp *s = &ma_hw.vp[v];
+		uint64_t idle = ma_hw_idle_of(s, now), d = idle - s->last_idle;
+		if (d > wall)
+			d = wall;
+		s->last_idle = idle;
+		ma_hw.samples[v] = (struct ma_hw_sample){ .run = (double)(wall - d), .wait = (double)d };
+	}
+	ma_hw.iter_start = now;
+	atomic_fetch_add_explicit(&ma_hw.iterations, 1, memory_order_relaxed);
+	if (ma_hw_policy_step(&ma_hw.params, &ma_hw.st, ma_hw.samples) & MA_HWP_CHANGED) {
+		atomic_fetch_add_explicit(&ma_hw.changes, 1, memory_order_relaxed);
+		int want[MA_HW_MAX_ACTIVE];
+		for (unsigned i = 0; i < ma_hw.n; i++)
+			ma_hw_levels_fit(ma_hw.st.slot, ma_hw.nb_vps, ma_hw.a[i].b->lo, ma_hw.a[i].b->hi,
+					 ma_hw.fit + (size_t)i * ma_hw.nb_vps);
+		for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
+			for (unsigned i = 0; i < ma_hw.n; i++)
+				want[i] = ma_hw.fit[(size_t)i * ma_hw.nb_vps + v];
+			ma_hw_vp_set(v, ma_hw.st.slot[v].level, want);
+		}
+	}
+out:
+	pthread_mutex_unlock(&ma_hw.policy_lock);
 }
 
 /* Stops and frees the first n started backends (their reset already done or not
@@ -161,6 +255,12 @@ static void ma_hw_free(unsigned n)
 	ma_hw.nb_self = 0;
 	free(ma_hw.vp);
 	ma_hw.vp = NULL;
+	free(ma_hw.st.slot);
+	free(ma_hw.samples);
+	free(ma_hw.fit);
+	ma_hw.st = (struct ma_hw_policy_state){ 0 };
+	ma_hw.samples = NULL;
+	ma_hw.fit = NULL;
 }
 
 static void ma_hw_reset_all(void)
@@ -224,8 +324,24 @@ int ma_hwprio_start(void)
 	ma_hw_env_read(&ma_hw.env);
 	ma_hw.nb_vps = ma_rt.nb_vps;
 	ma_hw.vp = calloc(ma_rt.nb_vps, sizeof(*ma_hw.vp));
-	if (!ma_hw.vp)
+	ma_hw.st = (struct ma_hw_policy_state){ .n = ma_rt.nb_vps, .slot = calloc(ma_rt.nb_vps, sizeof(struct ma_hw_slot)) };
+	ma_hw.samples = calloc(ma_rt.nb_vps, sizeof(*ma_hw.samples));
+	ma_hw.fit = calloc((size_t)ma_rt.nb_vps * MA_HW_MAX_ACTIVE, sizeof(int));
+	if (!ma_hw.vp || !ma_hw.st.slot || !ma_hw.samples || !ma_hw.fit) {
+		ma_hw_free(0);
 		return ENOMEM;
+	}
+	/* The policy's domains: the VPs that share a core compete for its resources. A VP
+	 * with no core above it (a synthetic topology without cores) is its own domain. */
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
+		int core = ma_hw_item_of(v, MA_LEVEL_CORE);
+		ma_hw.st.slot[v].domain = core >= 0 ? core : -1 - (int)v;
+	}
+	ma_hw.iter_key = NULL;
+	ma_hw.explicit_iter = 0;
+	ma_hw.iter_start = ma_cpu_clock_now();
+	atomic_store_explicit(&ma_hw.iterations, 0, memory_order_relaxed);
+	atomic_store_explicit(&ma_hw.changes, 0, memory_order_relaxed);
 	ma_hw.closing = 0;
 	int e = 0;
 	if (c.automatic) {
@@ -241,10 +357,15 @@ int ma_hwprio_start(void)
 		ma_hw_free(ma_hw.n);
 		return e;
 	}
-	for (unsigned v = 0; v < ma_hw.nb_vps; v++)
+	uint64_t now = ma_cpu_clock_now();
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
 		ma_hw.vp[v].applied_carrier = NULL;
+		atomic_init(&ma_hw.vp[v].since, now);
+		atomic_init(&ma_hw.vp[v].in_idle, v != 0); /* VP 0 runs main; the others wait */
+	}
 	/* Published last: a worker that sees the hook sees everything above. */
 	atomic_store_explicit(&ma_hw_switched_hook, ma_hw_switched, memory_order_release);
+	atomic_store_explicit(&ma_hw_iteration_hook, ma_hw_iteration, memory_order_release);
 	return 0;
 }
 
@@ -255,6 +376,11 @@ void ma_hwprio_quiesce(void)
 	if (!ma_hw.n)
 		return;
 	atomic_store_explicit(&ma_hw_switched_hook, NULL, memory_order_relaxed);
+	atomic_store_explicit(&ma_hw_iteration_hook, NULL, memory_order_relaxed);
+	/* A step under way finishes before the backends are reset. */
+	while (pthread_mutex_trylock(&ma_hw.policy_lock))
+		marcel_yield();
+	pthread_mutex_unlock(&ma_hw.policy_lock);
 	/* The holder may be a thread of this VP (it never blocks holding the lock, and is not
 	 * preempted, but may wait for this kernel thread): yield rather than block on it. */
 	while (pthread_mutex_trylock(&ma_hw.lock))
@@ -320,6 +446,33 @@ int marcel_hwprio_set_vp_level(unsigned vp, int level)
 		return EINVAL;
 	if (!ma_hw.vp)
 		return ENOTSUP;
-	ma_hw_vp_set(vp, level);
+	int want[MA_HW_MAX_ACTIVE];
+	for (unsigned i = 0; i < ma_hw.n; i++)
+		want[i] = ma_hw_clamp(level, ma_hw.a[i].b);
+	pthread_mutex_lock(&ma_hw.policy_lock);
+	ma_hw.st.slot[vp].level = level;
+	ma_hw_vp_set(vp, level, want);
+	pthread_mutex_unlock(&ma_hw.policy_lock);
+	return 0;
+}
+
+int marcel_hwprio_iteration(void)
+{
+	if (!ma_rt.running)
+		return ENOENT;
+	if (!ma_hw.vp)
+		return ENOTSUP;
+	ma_hw_iteration(NULL);
+	return 0;
+}
+
+int marcel_hwprio_stats(unsigned *iterations, unsigned *changes)
+{
+	if (!ma_rt.running)
+		return ENOENT;
+	if (iterations)
+		*iterations = atomic_load_explicit(&ma_hw.iterations, memory_order_relaxed);
+	if (changes)
+		*changes = atomic_load_explicit(&ma_hw.changes, memory_order_relaxed);
 	return 0;
 }

@@ -7,6 +7,7 @@
  */
 #include <limits.h>
 #include "ma_sync.h"
+#include "ma_hooks.h"
 
 static inline ma_spinlock_t *ma_block(marcel_barrier_t *b)
 {
@@ -105,6 +106,7 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 		 * arrive, cannot be queued yet, so this wake-up reaches this round only. */
 		ma_fwake(ma_bgen(b), ~0u);
 		ma_spin_unlock(ma_block(b));
+		ma_hook_hw_iteration(b);
 		return MARCEL_BARRIER_SERIAL_THREAD;
 	}
 	int mode = b->__mode;

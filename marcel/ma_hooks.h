@@ -259,4 +259,16 @@ static inline __attribute__((always_inline)) void ma_hook_hw_switched(struct ma_
 		f(w);
 }
 
+/* hwprio's iteration hook: called by the thread that completes a barrier round
+ * (marcel_barrier_wait, marcel_bubble_barrier; key: the barrier) and by
+ * marcel_hwprio_iteration (key NULL), with no lock held. NULL while hwprio is off. */
+extern void (*_Atomic ma_hw_iteration_hook)(const void *key) MA_HIDDEN;
+
+static inline void ma_hook_hw_iteration(const void *key)
+{
+	void (*f)(const void *) = atomic_load_explicit(&ma_hw_iteration_hook, memory_order_relaxed);
+	if (ma_unlikely(f != NULL))
+		f(key);
+}
+
 #endif

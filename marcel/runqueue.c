@@ -15,6 +15,7 @@
 
 struct ma_hooks ma_hooks;
 void (*_Atomic ma_hw_switched_hook)(struct ma_worker *w);
+void (*_Atomic ma_hw_iteration_hook)(const void *key);
 
 void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level *level, int vp,
 		struct ma_runqueue *father)

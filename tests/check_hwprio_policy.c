@@ -303,8 +303,9 @@ START_TEST(dlrb_lowers_at_the_top)
 }
 END_TEST
 
-/* A phase change (a bottleneck that stopped being one, its level unchanged) sends every
- * level back to 0 for one iteration; the next decides afresh. */
+/* A phase change (a bottleneck that stopped being one, its level unchanged), seen in two
+ * iterations in a row, sends every level back to 0 for one iteration; the next decides
+ * afresh. Seen once, it changes nothing. */
 START_TEST(dlrb_phase_change_one_quiet_iteration)
 {
 	struct ma_hw_slot slot[2] = { { .domain = 0 }, { .domain = 0 } };
@@ -316,12 +317,32 @@ START_TEST(dlrb_phase_change_one_quiet_iteration)
 	ck_assert_int_eq(ma_hw_policy_step(&p, &st, heavy1), MA_HWP_CHANGED);
 	ck_assert_int_eq(slot[1].level, 2);
 	ck_assert_int_eq(ma_hw_policy_step(&p, &st, balanced), 0);
+	ck_assert_int_eq(ma_hw_policy_step(&p, &st, heavy0), 0);
+	ck_assert_int_eq(slot[1].level, 2);
 	ck_assert_int_eq(ma_hw_policy_step(&p, &st, heavy0), MA_HWP_CHANGED | MA_HWP_PHASE);
 	ck_assert_int_eq(slot[0].level, 0);
 	ck_assert_int_eq(slot[1].level, 0);
 	ck_assert_int_eq(ma_hw_policy_step(&p, &st, heavy0), MA_HWP_CHANGED);
 	ck_assert_int_eq(slot[0].level, 2);
 	ck_assert_int_eq(slot[1].level, 0);
+}
+END_TEST
+
+/* One noisy iteration (the bottleneck kept off its processor once) is not a phase. */
+START_TEST(dlrb_noise_is_not_a_phase)
+{
+	struct ma_hw_slot slot[2] = { { .domain = 0 }, { .domain = 0 } };
+	struct ma_hw_policy_state st = { .n = 2, .slot = slot };
+	struct ma_hw_policy_params p;
+	ma_hw_policy_defaults(&p, MA_HWP_DLRB);
+	struct ma_hw_sample heavy1[2] = { { 30, 70 }, { 100, 0 } }, balanced[2] = { { 97, 3 }, { 100, 0 } },
+			    late[2] = { { 60, 40 }, { 66, 34 } };
+	ma_hw_policy_step(&p, &st, heavy1);
+	ma_hw_policy_step(&p, &st, balanced);
+	for (int k = 0; k < 10; k++) {
+		ck_assert_int_eq(ma_hw_policy_step(&p, &st, k % 3 ? balanced : late), 0);
+		ck_assert_int_eq(slot[1].level, 2);
+	}
 }
 END_TEST
 
@@ -388,6 +409,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, dlrb_steps);
 	tcase_add_test(tc, dlrb_lowers_at_the_top);
 	tcase_add_test(tc, dlrb_phase_change_one_quiet_iteration);
+	tcase_add_test(tc, dlrb_noise_is_not_a_phase);
 	tcase_add_loop_test(tc, unmeasured_workers_are_left_alone, 0, 3);
 	tcase_add_test(tc, levels_fit_a_backend);
 	tcase_add_test(tc, names);

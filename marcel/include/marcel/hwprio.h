@@ -71,6 +71,20 @@ int marcel_hwprio_vp_level(unsigned vp, int *level);
  * nothing); ENOENT if the runtime is not running. */
 int marcel_hwprio_set_vp_level(unsigned vp, int level);
 
+/** Marks the end of one iteration of the program, for codes whose iterations end at no
+ * barrier marcel sees (a reduction through shared memory, an MPI library of its own).
+ * Without it, the rounds of the first barrier that completes (marcel_barrier_wait(),
+ * pthread_barrier_wait() through <marcel/pthread.h>, marcel_bubble_barrier()) are the
+ * iterations; once a program calls it, only its calls are. Call it once per iteration,
+ * from one thread. Iterations shorter than a millisecond are merged with the next.
+ * @return 0; ENOTSUP if hwprio is off; ENOENT if the runtime is not running. */
+int marcel_hwprio_iteration(void);
+
+/** How the policy went so far: @p iterations it measured, @p changes of them after which
+ * it changed a level (either pointer may be NULL).
+ * @return 0; ENOENT if the runtime is not running. */
+int marcel_hwprio_stats(unsigned *iterations, unsigned *changes);
+
 /** @} */
 
 #ifdef __cplusplus
