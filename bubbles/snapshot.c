@@ -269,6 +269,7 @@ static int ma_snap_queue(struct ma_snap *c, unsigned qi, struct ma_runqueue *rq)
 			q->running = ma_snap_lookup(c, cur);
 		if (q->running >= 0)
 			c->s->entities[q->running].running_vp = rq->vp;
+		q->hwprio_level = atomic_load_explicit(&ma_rt.workers[rq->vp].hw_level, memory_order_relaxed);
 	}
 	return 0;
 }
@@ -407,8 +408,9 @@ int marcel_sched_snapshot_write_json(const struct marcel_snapshot *s, FILE *out)
 		fprintf(out, "%s\n{\"index\":%u,\"name\":", i ? "," : "", i);
 		ma_json_str(out, q->name);
 		fprintf(out, ",\"item\":%d,\"vp\":%d,\"parent\":%d,\"depth\":%u,\"kinds\":%u,\"first_vp\":%u,"
-			     "\"nb_vps\":%u,\"running\":%d,\"queued\":[",
-			q->item, q->vp, q->parent, q->depth, q->kinds, q->first_vp, q->nb_vps, q->running);
+			     "\"nb_vps\":%u,\"running\":%d,\"hwprio_level\":%d,\"queued\":[",
+			q->item, q->vp, q->parent, q->depth, q->kinds, q->first_vp, q->nb_vps, q->running,
+			q->hwprio_level);
 		for (unsigned k = 0; k < q->nb_queued; k++)
 			fprintf(out, "%s%d", k ? "," : "", q->queued[k]);
 		fprintf(out, "]}");

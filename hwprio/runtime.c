@@ -167,6 +167,7 @@ static void ma_hw_switched(struct ma_worker *w)
 				if (!a->failed && a->b->apply(a->priv, &t, l, &why))
 					ma_hw_drop_locked(i, w->vp, &why);
 			}
+			atomic_store_explicit(&w->hw_level, level, memory_order_relaxed);
 			MA_TRACE(MA_TR_HWPRIO, w->vp, (uint64_t)(int64_t)level, ma_hw.a[0].b->name);
 		}
 		pthread_mutex_unlock(&ma_hw.lock);
@@ -388,6 +389,8 @@ void ma_hwprio_quiesce(void)
 	ma_hw.closing = 1;
 	pthread_mutex_unlock(&ma_hw.lock);
 	ma_hw_reset_all();
+	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
+		atomic_store_explicit(&ma_rt.workers[v].hw_level, 0, memory_order_relaxed);
 }
 
 /* marcel_end (or a failed marcel_init), once the carriers stopped: no worker can be inside

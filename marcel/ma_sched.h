@@ -290,6 +290,9 @@ struct ma_worker {
 	 * to the store of current it is neither queued nor running, and load estimates
 	 * (the views' counters, bubbles/view.c) would see one thread fewer meanwhile. */
 	struct marcel_task *_Atomic picked; /* written by this VP only */
+	/* The hardware-priority level hwprio last applied on this VP (hwprio/runtime.c, from
+	 * the VP's own hook; 0 when off), for snapshots. */
+	_Atomic int hw_level;
 	unsigned path_len;
 	atomic_int state;                 /* enum ma_worker_state */
 	atomic_uint wake_seq;             /* futex word idle workers sleep on */

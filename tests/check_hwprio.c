@@ -186,6 +186,23 @@ START_TEST(levels_by_hand)
 	ck_assert_int_eq(marcel_hwprio_set_vp_level(0, -1), 0);
 	ck_assert_int_eq(marcel_hwprio_vp_level(0, &l), 0);
 	ck_assert_int_eq(l, -1);
+	/* Applied by VP 0's worker at its next switch: the snapshot shows it. */
+	marcel_attr_t a;
+	ck_assert_int_eq(marcel_attr_init(&a), 0);
+	ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(0)), 0);
+	marcel_t y;
+	ck_assert_int_eq(marcel_create(&y, &a, spin_yield, NULL), 0);
+	ck_assert_int_eq(marcel_join(y, NULL), 0);
+	struct marcel_snapshot *snap = marcel_sched_snapshot();
+	ck_assert_ptr_nonnull(snap);
+	int seen = 0;
+	for (unsigned q = 0; q < snap->nb_queues; q++)
+		if (snap->queues[q].vp == 0) {
+			ck_assert_int_eq(snap->queues[q].hwprio_level, -1);
+			seen = 1;
+		}
+	ck_assert(seen);
+	marcel_sched_snapshot_free(snap);
 	marcel_end();
 	ck_assert_int_eq(marcel_hwprio_vp_level(0, &l), ENOENT);
 	/* A new runtime starts from 0. */

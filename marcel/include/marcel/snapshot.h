@@ -81,6 +81,8 @@ struct marcel_snapshot_queue {
 	int running;              /**< VP queue: entity index of the thread the VP runs, -1 if idle. */
 	unsigned nb_queued;       /**< Entities queued on it now. */
 	int *queued;              /**< Their entity indexes, in queue order (most urgent first). */
+	int hwprio_level;         /**< VP queue: the hardware-priority level its worker applied last
+				       (marcel/hwprio.h; 0 while hwprio is off). */
 };
 
 /** A snapshot: queues in topology pre-order (machine first) followed by the VPs' own
