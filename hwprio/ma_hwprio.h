@@ -67,7 +67,9 @@ struct ma_hw_backend {
 	const char *desc;          /* one line, for `marcel-topo` and errors */
 	int lo, hi;                /* the part of the level scale it reaches */
 	size_t priv_size;          /* its state, zeroed, owned by the runtime */
-	/* Is the mechanism there, and may this process use it? Reads, never writes. */
+	/* Is the mechanism there, and may this process use it? Reads; what it must write to
+	 * find out (a priority set and read back) it sets back before returning, on the
+	 * calling thread only. */
 	enum ma_hw_presence (*probe)(const struct ma_hw_env *env, struct ma_hw_why *why);
 	/* Prepares (creates groups, reads each thing it will change): 0 or an errno. */
 	int (*start)(void *priv, const struct ma_hw_env *env, struct ma_hw_why *why);

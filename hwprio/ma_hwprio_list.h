@@ -5,3 +5,8 @@
  * Makefile.am, a line here.
  */
 MA_HW_BACKEND(none)
+MA_HW_BACKEND(resctrl_cat)
+MA_HW_BACKEND(resctrl_mba)
+MA_HW_BACKEND(power_ppr)
+MA_HW_BACKEND(uclamp)
+MA_HW_BACKEND(cpufreq)

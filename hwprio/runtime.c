@@ -42,7 +42,7 @@
 struct ma_hw_active {
 	const struct ma_hw_backend *b;
 	void *priv;
-	int failed; /* reset and dropped: applies nothing more */
+	_Atomic int failed; /* reset and dropped: applies nothing more */
 };
 
 /* What a VP was asked for, and what its worker applied where. */
@@ -69,8 +69,6 @@ static struct {
 	struct ma_hw_policy_params params;
 	struct ma_hw_vp *vp;
 	unsigned nb_vps;
-	void (*apply_self[MA_HW_MAX_ACTIVE])(int level);
-	unsigned nb_self;
 	/* The policy (under policy_lock, taken by whoever completes an iteration). */
 	pthread_mutex_t policy_lock;
 	struct ma_hw_policy_state st;
@@ -124,7 +122,7 @@ static void ma_hw_drop_locked(unsigned i, unsigned v, const struct ma_hw_why *wh
 {
 	struct ma_hw_active *a = &ma_hw.a[i];
 	fprintf(stderr, "marcel: hwprio: %s failed on VP%u: %s; it is turned off\n", a->b->name, v, why->s);
-	a->failed = 1;
+	atomic_store_explicit(&a->failed, 1, memory_order_relaxed);
 	struct ma_hw_why w = { "" };
 	if (a->b->reset && a->b->reset(a->priv, &w))
 		fprintf(stderr, "marcel: hwprio: %s: cannot undo its changes: %s\n", a->b->name, w.s);
@@ -148,8 +146,11 @@ static void ma_hw_switched(struct ma_worker *w)
 	atomic_store_explicit(&s->in_idle, ma_worker_current(w)->is_idle, memory_order_relaxed);
 	unsigned gen = atomic_load_explicit(&s->gen, memory_order_acquire);
 	int level = atomic_load_explicit(&s->level, memory_order_relaxed);
-	for (unsigned i = 0; i < ma_hw.nb_self; i++)
-		ma_hw.apply_self[i](level);
+	/* No lock: a dropped backend's flag may be seen late, and one more priority hint
+	 * after its reset is harmless (the kernel resets the PPR at the next system call). */
+	for (unsigned i = 0; i < ma_hw.n; i++)
+		if (ma_hw.a[i].b->apply_self && !atomic_load_explicit(&ma_hw.a[i].failed, memory_order_relaxed))
+			ma_hw.a[i].b->apply_self(atomic_load_explicit(&s->want[i], memory_order_relaxed));
 	if (gen == s->applied_gen && s->applied_carrier == (const void *)w->carrier)
 		return;
 	/* Not preempted from here to the end: the lock is not a marcel lock (a preempted
@@ -164,7 +165,7 @@ static void ma_hw_switched(struct ma_worker *w)
 				struct ma_hw_active *a = &ma_hw.a[i];
 				struct ma_hw_why why = { "" };
 				int l = atomic_load_explicit(&s->want[i], memory_order_relaxed);
-				if (!a->failed && a->b->apply(a->priv, &t, l, &why))
+				if (!atomic_load_explicit(&a->failed, memory_order_relaxed) && a->b->apply(a->priv, &t, l, &why))
 					ma_hw_drop_locked(i, w->vp, &why);
 			}
 			atomic_store_explicit(&w->hw_level, level, memory_order_relaxed);
@@ -253,7 +254,6 @@ static void ma_hw_free(unsigned n)
 		free(ma_hw.a[i].priv);
 	}
 	ma_hw.n = 0;
-	ma_hw.nb_self = 0;
 	free(ma_hw.vp);
 	ma_hw.vp = NULL;
 	free(ma_hw.st.slot);
@@ -269,7 +269,7 @@ static void ma_hw_reset_all(void)
 	for (unsigned i = ma_hw.n; i--;) {
 		struct ma_hw_active *a = &ma_hw.a[i];
 		struct ma_hw_why why = { "" };
-		if (!a->failed && a->b->reset && a->b->reset(a->priv, &why))
+		if (!atomic_load_explicit(&a->failed, memory_order_relaxed) && a->b->reset && a->b->reset(a->priv, &why))
 			fprintf(stderr, "marcel: hwprio: %s: cannot undo its changes: %s\n", a->b->name, why.s);
 	}
 }
@@ -299,8 +299,6 @@ static int ma_hw_start_one(const struct ma_hw_backend *b, int named)
 			why.s);
 		return e;
 	}
-	if (b->apply_self)
-		ma_hw.apply_self[ma_hw.nb_self++] = b->apply_self;
 	ma_hw.n++;
 	return 0;
 }
@@ -426,7 +424,7 @@ int marcel_hwprio_backend(unsigned i, struct marcel_hwprio_backend_info *info)
 	info->hi = b->hi;
 	pthread_mutex_lock(&ma_hw.lock);
 	for (unsigned k = 0; k < ma_hw.n; k++)
-		info->active |= ma_hw.a[k].b == b && !ma_hw.a[k].failed && !ma_hw.closing;
+		info->active |= ma_hw.a[k].b == b && !atomic_load_explicit(&ma_hw.a[k].failed, memory_order_relaxed) && !ma_hw.closing;
 	pthread_mutex_unlock(&ma_hw.lock);
 	return 0;
 }
@@ -473,6 +471,8 @@ int marcel_hwprio_stats(unsigned *iterations, unsigned *changes)
 {
 	if (!ma_rt.running)
 		return ENOENT;
+	if (!ma_hw.vp)
+		return ENOTSUP;
 	if (iterations)
 		*iterations = atomic_load_explicit(&ma_hw.iterations, memory_order_relaxed);
 	if (changes)

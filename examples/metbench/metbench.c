@@ -3,7 +3,7 @@
  * are marcel threads, two barriers frame each iteration: `go` releases the workers,
  * `done` collects them. Written with marcel's own API rather than <marcel/pthread.h>:
  * there is no pthread original to port, and the benchmark is about what marcel does with
- * the workers (bubbles, strategies, later hwprio), which acts on marcel handles.
+ * the workers (bubbles, strategies, hwprio), which acts on marcel handles.
  *
  * Each worker times its computation with a monotonic clock; the master times the
  * iteration, from just before it releases the workers to just after the last one
@@ -12,8 +12,11 @@
  *   wait    = from the end of its computation to the end of the iteration (the barrier),
  * both as fractions of the iteration. What is left, from the release to the start of the
  * computation, is the time the worker waited for a processor.
+ * With MARCEL_HWPRIO set, each iteration's line ends with the VPs' hardware-priority
+ * levels, and the summary compares each worker's compute fraction over the first two
+ * iterations (before hwprio decides) with the last half.
  * Usage: metbench [--workers N] [--loads L1,L2,...] [--unit TRIPS] [--iters T] [--swap K]
- *                 [--bubble] [--quiet|--summary]
+ *                 [--bubble] [--bind] [--quiet|--summary]
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -78,12 +81,15 @@ static void start_workers(marcel_t *tids, marcel_bubble_t *bubble)
 {
 	marcel_attr_t attr;
 	check(marcel_attr_init(&attr), "marcel_attr_init");
+	unsigned nvp = marcel_nbvps();
 	if (cfg.bubble)
 		check(marcel_bubble_init(bubble), "marcel_bubble_init");
 	for (long w = 0; w < cfg.workers; w++) {
 		char name[32];
 		snprintf(name, sizeof(name), "worker %ld", w);
 		check(marcel_attr_setname(&attr, name), "marcel_attr_setname");
+		if (cfg.bind)
+			check(marcel_attr_setvpset(&attr, MARCEL_VPSET_VP((unsigned)(w + 1) % nvp)), "marcel_attr_setvpset");
 		if (!cfg.bubble) {
 			check(marcel_create(&tids[w], &attr, worker, (any_t)w), "marcel_create");
 			continue;
@@ -103,6 +109,9 @@ struct totals {
 	double *compute, *wait;
 	double time;
 	uint64_t checksum;
+	int hwprio;              /* MARCEL_HWPRIO is on */
+	double *early, *late;    /* compute fraction summed over the first two, the last half */
+	double early_n, late_n;
 };
 
 /* Runs iteration @p t from the master's side and accounts for it. */
@@ -125,6 +134,22 @@ static void iteration(long t, struct totals *tot)
 		if (!cfg.quiet)
 			printf("  %ld:%.3f/%.3f", mb_load(&cfg, w, t), span > 0 ? compute / span : 0.0,
 			       span > 0 ? wait / span : 0.0);
+		if (tot->hwprio && span > 0) {
+			if (t < 2)
+				tot->early[w] += compute / span;
+			if (t >= cfg.iters / 2)
+				tot->late[w] += compute / span;
+		}
+	}
+	tot->early_n += tot->hwprio && t < 2;
+	tot->late_n += tot->hwprio && t >= cfg.iters / 2;
+	if (!cfg.quiet && tot->hwprio) {
+		printf("  levels");
+		for (unsigned v = 0; v < marcel_nbvps(); v++) {
+			int l = 0;
+			marcel_hwprio_vp_level(v, &l);
+			printf(" %+d", l);
+		}
 	}
 	if (!cfg.quiet)
 		putchar('\n');
@@ -148,13 +173,23 @@ static void print_summary(const struct totals *tot)
 {
 	double max = 0.0, mean = 0.0, time = tot->time > 0 ? tot->time : 1.0;
 	for (long w = 0; w < cfg.workers; w++) {
-		printf("worker %ld: compute %.4f s (%.1f%%), wait %.4f s (%.1f%%)\n", w, tot->compute[w],
+		printf("worker %ld: compute %.4f s (%.1f%%), wait %.4f s (%.1f%%)", w, tot->compute[w],
 		       100.0 * tot->compute[w] / time, tot->wait[w], 100.0 * tot->wait[w] / time);
+		if (tot->hwprio && tot->early_n > 0 && tot->late_n > 0)
+			printf("; compute %.1f%% in the first %.0f iterations, %.1f%% in the last %.0f",
+			       100.0 * tot->early[w] / tot->early_n, tot->early_n, 100.0 * tot->late[w] / tot->late_n,
+			       tot->late_n);
+		putchar('\n');
 		max = tot->compute[w] > max ? tot->compute[w] : max;
 		mean += tot->compute[w] / (double)cfg.workers;
 	}
 	/* 1 is balanced; with no work at all, nothing is out of balance either. */
 	printf("imbalance %.2f (max compute / mean compute)\n", mean > 0 ? max / mean : 1.0);
+	if (tot->hwprio) {
+		unsigned iterations = 0, changes = 0;
+		marcel_hwprio_stats(&iterations, &changes);
+		printf("hwprio: %u iterations measured, levels changed after %u\n", iterations, changes);
+	}
 	printf("checksum %016" PRIx64 "\n", tot->checksum);
 	printf("time %.3f s\n", tot->time);
 }
@@ -168,7 +203,9 @@ int main(int argc, char **argv)
 	reports = zalloc((size_t)cfg.workers, sizeof(*reports));
 	marcel_t *tids = zalloc((size_t)cfg.workers, sizeof(*tids));
 	struct totals tot = { zalloc((size_t)cfg.workers, sizeof(double)),
-			      zalloc((size_t)cfg.workers, sizeof(double)), 0.0, 0xcbf29ce484222325ULL };
+			      zalloc((size_t)cfg.workers, sizeof(double)), 0.0, 0xcbf29ce484222325ULL,
+			      marcel_hwprio_stats(NULL, NULL) == 0, zalloc((size_t)cfg.workers, sizeof(double)),
+			      zalloc((size_t)cfg.workers, sizeof(double)), 0, 0 };
 	marcel_bubble_t bubble;
 	check(marcel_barrier_init(&go, NULL, (unsigned)cfg.workers + 1), "marcel_barrier_init");
 	check(marcel_barrier_init(&done, NULL, (unsigned)cfg.workers + 1), "marcel_barrier_init");
@@ -187,6 +224,8 @@ int main(int argc, char **argv)
 	marcel_barrier_destroy(&done);
 	free(tot.compute);
 	free(tot.wait);
+	free(tot.early);
+	free(tot.late);
 	free(tids);
 	free(reports);
 	free(cfg.loads);

@@ -4,7 +4,8 @@
  * meet at a barrier; so every iteration lasts as long as the heaviest load, and lighter
  * workers wait. MetBenchVar (--swap K) reverses the imbalance every K iterations. The
  * program reports which fraction of each iteration each worker spent computing and
- * waiting: the imbalance that hwprio will balance, measured without it.
+ * waiting: the imbalance hwprio balances; with MARCEL_HWPRIO set, also each VP's level per
+ * iteration and each worker's compute fraction over the first iterations and the last.
  */
 #ifndef METBENCH_H
 #define METBENCH_H
@@ -21,6 +22,7 @@ struct mb_config {
 	long swap;         /* reverse the loads every swap iterations; 0: never */
 	long min_load, max_load;
 	int bubble;        /* put the workers in one bubble */
+	int bind;          /* worker w on VP (w + 1) mod VPs */
 	int quiet;         /* the summary only */
 };
 

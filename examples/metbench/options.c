@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " MB_PROG " [--workers N] [--loads L1,L2,...] [--unit TRIPS] [--iters T]\n"
-		"                [--swap K] [--bubble] [--quiet|--summary]\n"
+		"                [--swap K] [--bubble] [--bind] [--quiet|--summary]\n"
 		"  --workers  worker threads besides the master (default 4, at most %d)\n"
 		"  --loads    each worker's load per iteration, in units (0 to %ld); a shorter list\n"
 		"             than the workers repeats (default 1,4: workers 1, 3... four times\n"
@@ -28,6 +28,8 @@ static void usage(FILE *f)
 		"  --swap     every K iterations, each load L becomes min+max-L: heavy and light\n"
 		"             workers exchange loads (MetBenchVar); 0, the default, never\n"
 		"  --bubble   put all the workers in one bubble\n"
+		"  --bind     worker w runs on VP w+1 (modulo the VPs; the master has VP 0), as\n"
+		"             MetBench's ranks are bound to processors\n"
 		"  --quiet, --summary  only the totals, not a line per iteration\n",
 		MAX_WORKERS, MAX_LOAD);
 }
@@ -104,6 +106,10 @@ void mb_parse(struct mb_config *c, int argc, char **argv)
 		}
 		if (strcmp(opt, "--bubble") == 0) {
 			c->bubble = 1;
+			continue;
+		}
+		if (strcmp(opt, "--bind") == 0) {
+			c->bind = 1;
 			continue;
 		}
 		if (strcmp(opt, "--quiet") == 0 || strcmp(opt, "--summary") == 0) {

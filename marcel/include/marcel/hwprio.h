@@ -82,7 +82,7 @@ int marcel_hwprio_iteration(void);
 
 /** How the policy went so far: @p iterations it measured, @p changes of them after which
  * it changed a level (either pointer may be NULL).
- * @return 0; ENOENT if the runtime is not running. */
+ * @return 0; ENOTSUP if hwprio is off; ENOENT if the runtime is not running. */
 int marcel_hwprio_stats(unsigned *iterations, unsigned *changes);
 
 /** @} */
