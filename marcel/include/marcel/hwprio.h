@@ -42,7 +42,8 @@ struct marcel_hwprio_backend_info {
 	enum marcel_hwprio_presence presence; /**< its probe's answer, now */
 	char reason[256];        /**< why, when not present ("" when present) */
 	int active;              /**< in use by the running runtime */
-	int lo, hi;              /**< the part of the level scale it reaches */
+	int lo;                  /**< the lowest level it reaches */
+	int hi;                  /**< the highest level it reaches */
 };
 
 /** The number of backends built into this library (the valid indexes of
