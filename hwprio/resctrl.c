@@ -3,11 +3,13 @@
  * resctrl-mba the memory bandwidth (MBA), through Linux's resctrl file system
  * (Documentation/filesystems/resctrl.rst; doc/design.md "hwprio" has the table).
  *
- * start makes two control groups, marcel-hwprio-<pid>-high with the whole resource and
+ * start makes two control groups, marcel-hwprio-<pid>-mid with half the resource and
  * marcel-hwprio-<pid>-low with a quarter of it, on every domain the default group's
- * schemata names. A level moves the calling thread: above 0 into high, below 0 into low,
- * 0 back into the group it was in before its first move (the control group whose tasks
- * listed it then; the default group if none did). reset moves back every thread it
+ * schemata names. A level moves the calling thread: -1 into mid, -2 into low, 0 back into
+ * the group it was in before its first move (the control group whose tasks listed it
+ * then; the default group if none did). These backends only lower: the default group
+ * usually has the whole resource already, so a group "with more" would change nothing,
+ * and the runtime lowers the others where a policy raises one (ma_hw_levels_fit). reset moves back every thread it
  * moved and removes the groups; the kernel moves any thread still in them (one a moved
  * thread created) to the default group.
  *
@@ -47,13 +49,13 @@ struct ma_hw_rc_kind {
 	int base;            /* of its schemata values */
 	const char *lacks;   /* why info/<res> may be missing */
 	int (*read)(const char *root, struct ma_hw_rc_conf *c, struct ma_hw_why *why);
-	unsigned long (*value)(const struct ma_hw_rc_conf *c, int high);
+	unsigned long (*value)(const struct ma_hw_rc_conf *c, int mid);
 };
 
 /* A thread it moved. */
 struct ma_hw_rc_moved {
 	pid_t tid;
-	int at;       /* -1: in low, 1: in high, 0: back where it was */
+	int at;       /* -2: in low, -1: in mid, 0: back where it was */
 	char *origin; /* the control group it was in; NULL: the default group */
 };
 
@@ -63,7 +65,7 @@ struct ma_hw_rc {
 	int started;          /* the groups exist */
 	const struct ma_hw_rc_kind *kind;
 	char root[PATH_MAX];
-	char group[2][64];    /* [0] low, [1] high */
+	char group[2][64];    /* [0] low (level -2), [1] mid (-1): group[level + 2] */
 	struct ma_hw_rc_moved *moved;
 	unsigned n, cap;
 };
@@ -88,16 +90,16 @@ static int ma_hw_rc_cat_read(const char *root, struct ma_hw_rc_conf *c, struct m
 	return e;
 }
 
-/* High: every way. Low: the lowest quarter of them, contiguous (Intel refuses sparse
- * masks), and at least min_cbm_bits. */
-static unsigned long ma_hw_rc_cat_value(const struct ma_hw_rc_conf *c, int high)
+/* Mid: the lowest half of the ways; low: the lowest quarter; contiguous (Intel refuses
+ * sparse masks), and at least min_cbm_bits. */
+static unsigned long ma_hw_rc_cat_value(const struct ma_hw_rc_conf *c, int mid)
 {
-	unsigned ways = ma_hw_rc_bits(c->cbm), n = ways / 4;
+	unsigned ways = ma_hw_rc_bits(c->cbm), n = mid ? ways / 2 : ways / 4;
 	if (n < c->min_cbm_bits)
 		n = c->min_cbm_bits;
 	if (n < 1)
 		n = 1;
-	return high || n >= ways ? c->cbm : (1UL << n) - 1;
+	return n >= ways ? c->cbm : (1UL << n) - 1;
 }
 
 /* Also refuses a default group whose values are not percentages (the domains are read
@@ -121,13 +123,12 @@ static int ma_hw_rc_mba_read(const char *root, struct ma_hw_rc_conf *c, struct m
 	return e;
 }
 
-/* High: all of it. Low: a quarter, rounded up to the step as the kernel rounds, at
+/* Mid: half of it; low: a quarter; rounded up to the step as the kernel rounds, at
  * least the minimum. */
-static unsigned long ma_hw_rc_mba_value(const struct ma_hw_rc_conf *c, int high)
+static unsigned long ma_hw_rc_mba_value(const struct ma_hw_rc_conf *c, int mid)
 {
-	if (high)
-		return 100;
-	unsigned v = (25 + c->gran - 1) / c->gran * c->gran;
+	unsigned share = mid ? 50 : 25;
+	unsigned v = (share + c->gran - 1) / c->gran * c->gran;
 	if (v < c->min_bw)
 		v = c->min_bw;
 	return v > 100 ? 100 : v;
@@ -232,10 +233,10 @@ static enum ma_hw_presence ma_hw_rc_probe(const struct ma_hw_rc_kind *k, const s
 
 /* The group's schemata line for k: `res:id=value;...` over every domain, and the final
  * newline the kernel requires. */
-static int ma_hw_rc_line(const struct ma_hw_rc_kind *k, const struct ma_hw_rc_conf *c, int high, char *buf,
+static int ma_hw_rc_line(const struct ma_hw_rc_kind *k, const struct ma_hw_rc_conf *c, int mid, char *buf,
 			 size_t size)
 {
-	unsigned long v = k->value(c, high);
+	unsigned long v = k->value(c, mid);
 	size_t o = (size_t)snprintf(buf, size, "%s:", k->res);
 	for (unsigned i = 0; i < c->ndom && o < size; i++)
 		o += (size_t)snprintf(buf + o, size - o, k->base == 16 ? "%s%u=%lx" : "%s%u=%lu", i ? ";" : "", c->dom[i], v);
@@ -278,7 +279,7 @@ static int ma_hw_rc_start(const struct ma_hw_rc_kind *k, void *priv, const struc
 	strcpy(rc->root, env->resctrl);
 	rc->kind = k;
 	snprintf(rc->group[0], sizeof(rc->group[0]), "marcel-hwprio-%d-low", (int)getpid());
-	snprintf(rc->group[1], sizeof(rc->group[1]), "marcel-hwprio-%d-high", (int)getpid());
+	snprintf(rc->group[1], sizeof(rc->group[1]), "marcel-hwprio-%d-mid", (int)getpid());
 	char path[PATH_MAX], status[256], line[8192], rel[96];
 	unsigned made = 0;
 	for (; made < 2; made++) {
@@ -388,7 +389,7 @@ static int ma_hw_rc_first_move(struct ma_hw_rc *rc, pid_t tid, int at, struct ma
 	if (!e && origin[0] && !(copy = strdup(origin)))
 		e = ma_hw_fail(why, ENOMEM, "no memory to remember thread %d's group", (int)tid);
 	if (!e)
-		e = ma_hw_rc_move(rc, tid, rc->group[at > 0], why);
+		e = ma_hw_rc_move(rc, tid, rc->group[at + 2], why);
 	if (e) {
 		free(copy);
 		return e;
@@ -400,8 +401,8 @@ static int ma_hw_rc_first_move(struct ma_hw_rc *rc, pid_t tid, int at, struct ma
 static int ma_hw_rc_apply(void *priv, const struct ma_hw_target *t, int level, struct ma_hw_why *why)
 {
 	struct ma_hw_rc *rc = priv;
-	if (level < -1 || level > 1)
-		return ma_hw_fail(why, EINVAL, "level %d is outside %s's reach: -1..1", level,
+	if (level < -2 || level > 0)
+		return ma_hw_fail(why, EINVAL, "level %d is outside %s's reach: -2..0", level,
 				  rc->kind ? rc->kind->name : "resctrl");
 	if (!rc->inited)
 		return ma_hw_fail(why, ECANCELED, "resctrl: apply before start");
@@ -413,7 +414,7 @@ static int ma_hw_rc_apply(void *priv, const struct ma_hw_target *t, int level, s
 	else if (!m)
 		e = at ? ma_hw_rc_first_move(rc, t->tid, at, why) : 0;
 	else if (m->at != at) {
-		e = at ? ma_hw_rc_move(rc, t->tid, rc->group[at > 0], why) : ma_hw_rc_move_back(rc, m, why);
+		e = at ? ma_hw_rc_move(rc, t->tid, rc->group[at + 2], why) : ma_hw_rc_move_back(rc, m, why);
 		if (!e)
 			m->at = at;
 	}
@@ -431,7 +432,7 @@ static int ma_hw_rc_reset(void *priv, struct ma_hw_why *why)
 	for (unsigned i = 0; i < rc->n; i++) {
 		struct ma_hw_rc_moved *m = &rc->moved[i];
 		char rel[96];
-		snprintf(rel, sizeof(rel), "%s/tasks", rc->group[m->at > 0]);
+		snprintf(rel, sizeof(rel), "%s/tasks", rc->group[m->at + 2]);
 		/* Only a thread its group still lists: one that ended may have left its number to
 		 * a thread of another program. (If the list cannot be read, move it anyway.) */
 		if (rc->started && m->at && ma_hw_rc_tasks_has(rc->root, rel, m->tid)) {
@@ -496,14 +497,12 @@ static int ma_hw_rc_mba_start(void *priv, const struct ma_hw_env *env, struct ma
 	return ma_hw_rc_start(&ma_hw_rc_mba, priv, env, why);
 }
 
-/* lo..hi: the two groups. Level 0 is the thread's own group, usually the default one,
- * which most often has the whole resource too: then +1 changes nothing and only -1 acts
- * (doc/design.md "hwprio", resctrl). */
+/* lo..hi: the two reduced groups and the thread's own (doc/design.md "hwprio"). */
 const struct ma_hw_backend ma_hw_resctrl_cat = {
 	.name = "resctrl-cat",
-	.desc = "Linux resctrl: last-level cache ways (CAT), a quarter of them for lowered threads",
-	.lo = -1,
-	.hi = 1,
+	.desc = "Linux resctrl: last-level cache ways (CAT), half or a quarter of them for lowered threads",
+	.lo = -2,
+	.hi = 0,
 	.priv_size = sizeof(struct ma_hw_rc),
 	.probe = ma_hw_rc_cat_probe,
 	.start = ma_hw_rc_cat_start,
@@ -514,9 +513,9 @@ const struct ma_hw_backend ma_hw_resctrl_cat = {
 
 const struct ma_hw_backend ma_hw_resctrl_mba = {
 	.name = "resctrl-mba",
-	.desc = "Linux resctrl: memory bandwidth (MBA), a quarter of it for lowered threads",
-	.lo = -1,
-	.hi = 1,
+	.desc = "Linux resctrl: memory bandwidth (MBA), half or a quarter of it for lowered threads",
+	.lo = -2,
+	.hi = 0,
 	.priv_size = sizeof(struct ma_hw_rc),
 	.probe = ma_hw_rc_mba_probe,
 	.start = ma_hw_rc_mba_start,

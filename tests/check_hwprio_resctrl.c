@@ -310,7 +310,7 @@ static void has(const char *text, const char *part)
 static char *group(const char *kind)
 {
 	static char name[2][64];
-	char *s = name[!strcmp(kind, "high")];
+	char *s = name[!strcmp(kind, "mid")];
 	snprintf(s, 64, "marcel-hwprio-%d-%s", (int)getpid(), kind);
 	return s;
 }
@@ -318,7 +318,7 @@ static char *group(const char *kind)
 static const char *group_file(const char *kind, const char *file)
 {
 	static char rel[2][128];
-	char *s = rel[!strcmp(kind, "high")];
+	char *s = rel[!strcmp(kind, "mid")];
 	snprintf(s, 128, "%s/%s", group(kind), file);
 	return s;
 }
@@ -529,12 +529,12 @@ END_TEST
 /* ---- start ---- */
 
 static const struct {
-	const char *cbm_mask, *min_cbm_bits, *high, *low;
+	const char *cbm_mask, *min_cbm_bits, *mid, *low;
 } cat_lines[] = {
-	{ "fffff", "1", "L3:0=fffff;1=fffff\n", "L3:0=1f;1=1f\n" }, /* 20 ways: 5 */
-	{ "fffff", "8", "L3:0=fffff;1=fffff\n", "L3:0=ff;1=ff\n" }, /* at least min_cbm_bits */
-	{ "7ff", "2", "L3:0=7ff;1=7ff\n", "L3:0=3;1=3\n" },         /* 11 ways: 2 */
-	{ "3", "2", "L3:0=3;1=3\n", "L3:0=3;1=3\n" },               /* no fewer than the minimum */
+	{ "fffff", "1", "L3:0=3ff;1=3ff\n", "L3:0=1f;1=1f\n" }, /* 20 ways: 10 and 5 */
+	{ "fffff", "8", "L3:0=3ff;1=3ff\n", "L3:0=ff;1=ff\n" }, /* at least min_cbm_bits */
+	{ "7ff", "2", "L3:0=1f;1=1f\n", "L3:0=3;1=3\n" },       /* 11 ways: 5 and 2 */
+	{ "3", "2", "L3:0=3;1=3\n", "L3:0=3;1=3\n" },           /* no fewer than the minimum */
 };
 
 START_TEST(start_cat_writes_both_groups)
@@ -544,7 +544,7 @@ START_TEST(start_cat_writes_both_groups)
 	put("info/L3/min_cbm_bits", cat_lines[_i].min_cbm_bits);
 	void *priv = started(cat(), &env);
 	ck_assert_uint_eq(groups_left(), 2);
-	ck_assert_str_eq(get(group_file("high", "schemata")), cat_lines[_i].high);
+	ck_assert_str_eq(get(group_file("mid", "schemata")), cat_lines[_i].mid);
 	ck_assert_str_eq(get(group_file("low", "schemata")), cat_lines[_i].low);
 	ck_assert_str_eq(get("info/last_cmd_status"), "ok\n");
 	finished(cat(), priv);
@@ -553,11 +553,12 @@ START_TEST(start_cat_writes_both_groups)
 END_TEST
 
 static const struct {
-	const char *min, *gran, *low;
+	const char *min, *gran, *mid, *low;
 } mba_lines[] = {
-	{ "10", "10", "MB:0=30;1=30\n" }, /* a quarter, rounded up to the step */
-	{ "10", "1", "MB:0=25;1=25\n" },
-	{ "40", "10", "MB:0=40;1=40\n" }, /* at least the minimum */
+	{ "10", "10", "MB:0=50;1=50\n", "MB:0=30;1=30\n" }, /* half and a quarter, rounded up to the step */
+	{ "10", "1", "MB:0=50;1=50\n", "MB:0=25;1=25\n" },
+	{ "40", "10", "MB:0=50;1=50\n", "MB:0=40;1=40\n" }, /* at least the minimum */
+	{ "60", "10", "MB:0=60;1=60\n", "MB:0=60;1=60\n" },
 };
 
 START_TEST(start_mba_writes_both_groups)
@@ -567,7 +568,7 @@ START_TEST(start_mba_writes_both_groups)
 	put("info/MB/bandwidth_gran", mba_lines[_i].gran);
 	void *priv = started(mba(), &env);
 	ck_assert_uint_eq(groups_left(), 2);
-	ck_assert_str_eq(get(group_file("high", "schemata")), "MB:0=100;1=100\n");
+	ck_assert_str_eq(get(group_file("mid", "schemata")), mba_lines[_i].mid);
 	ck_assert_str_eq(get(group_file("low", "schemata")), mba_lines[_i].low);
 	finished(mba(), priv);
 	done();
@@ -654,27 +655,27 @@ START_TEST(apply_moves_and_reset_puts_back)
 	put("tasks", "1\n");
 	const struct ma_hw_backend *b = _i ? mba() : cat();
 	void *priv = started(b, &env);
-	applied(b, priv, 1001, 1);
-	applied(b, priv, 1002, -1);
-	ck_assert_str_eq(get(group_file("high", "tasks")), "1001\n");
+	applied(b, priv, 1001, -1);
+	applied(b, priv, 1002, -2);
+	ck_assert_str_eq(get(group_file("mid", "tasks")), "1001\n");
 	ck_assert_str_eq(get(group_file("low", "tasks")), "1002\n");
 	/* Where it is already: nothing written. */
 	unsigned writes = fake.task_writes;
-	applied(b, priv, 1001, 1);
+	applied(b, priv, 1001, -1);
 	ck_assert_uint_eq(fake.task_writes, writes);
 	/* Never moved: level 0 leaves it alone. */
 	applied(b, priv, 1009, 0);
 	ck_assert_uint_eq(fake.task_writes, writes);
 	/* Up, then back to 0: to the default group it was in. */
-	applied(b, priv, 1003, 1);
+	applied(b, priv, 1003, -1);
 	applied(b, priv, 1003, 0);
 	ck_assert_str_eq(get("tasks"), "1\n1003\n");
 	/* 0 sends a thread back to its own group, not to the default one. */
-	applied(b, priv, 1004, -1);
+	applied(b, priv, 1004, -2);
 	applied(b, priv, 1004, 0);
 	ck_assert_str_eq(get("other/tasks"), "1004\n1004\n");
-	applied(b, priv, 1004, 1);
-	ck_assert_str_eq(get(group_file("high", "tasks")), "1001\n1003\n1004\n");
+	applied(b, priv, 1004, -1);
+	ck_assert_str_eq(get(group_file("mid", "tasks")), "1001\n1003\n1004\n");
 	ck_assert_str_eq(get(group_file("low", "tasks")), "1002\n1004\n");
 
 	struct ma_hw_why why = { "" };
@@ -686,7 +687,7 @@ START_TEST(apply_moves_and_reset_puts_back)
 	ck_assert(exists("other/tasks"));
 	/* Reset twice is harmless; after it, applies are refused. */
 	ck_assert_int_eq(b->reset(priv, &why), 0);
-	ck_assert_int_eq(apply(b, priv, 1001, 1, &why), ECANCELED);
+	ck_assert_int_eq(apply(b, priv, 1001, -1, &why), ECANCELED);
 	has(why.s, "was reset");
 	b->stop(priv);
 	free(priv);
@@ -699,11 +700,11 @@ START_TEST(apply_level_out_of_reach)
 	struct ma_hw_env env = tree(0);
 	void *priv = started(cat(), &env);
 	struct ma_hw_why why;
-	ck_assert_int_eq(apply(cat(), priv, 1001, 2, &why), EINVAL);
-	has(why.s, "level 2");
-	has(why.s, "-1..1");
-	ck_assert_int_eq(apply(cat(), priv, 1001, -2, &why), EINVAL);
-	has(why.s, "level -2");
+	ck_assert_int_eq(apply(cat(), priv, 1001, 1, &why), EINVAL);
+	has(why.s, "level 1");
+	has(why.s, "-2..0");
+	ck_assert_int_eq(apply(cat(), priv, 1001, -3, &why), EINVAL);
+	has(why.s, "level -3");
 	ck_assert_uint_eq(fake.task_writes, 0);
 	finished(cat(), priv);
 	ck_assert_str_eq(get("tasks"), "");
@@ -717,33 +718,33 @@ START_TEST(apply_failures_leave_things_as_they_were)
 	fake.tasks_dir = "-low"; /* the low group's tasks cannot be written */
 	void *priv = started(cat(), &env);
 	struct ma_hw_why why;
-	applied(cat(), priv, 1001, 1);
-	ck_assert_int_eq(apply(cat(), priv, 1002, -1, &why), EISDIR);
+	applied(cat(), priv, 1001, -1);
+	ck_assert_int_eq(apply(cat(), priv, 1002, -2, &why), EISDIR);
 	has(why.s, "cannot move thread 1002 into");
 	has(why.s, "-low/tasks");
-	/* 1001 stays recorded in high: reset puts it back, and only it. */
-	ck_assert_int_eq(apply(cat(), priv, 1001, -1, &why), EISDIR);
+	/* 1001 stays recorded in mid: reset puts it back, and only it. */
+	ck_assert_int_eq(apply(cat(), priv, 1001, -2, &why), EISDIR);
 
 	/* A thread that ended. */
 	fake.gone = 1005;
-	ck_assert_int_eq(apply(cat(), priv, 1005, 1, &why), ESRCH);
+	ck_assert_int_eq(apply(cat(), priv, 1005, -1, &why), ESRCH);
 	ck_assert_str_eq(why.s, "thread 1005 is gone");
 	/* The kernel refuses with a reason: the reason is in the message. */
 	char rel[128];
-	snprintf(rel, sizeof(rel), "%s", group_file("high", "tasks"));
+	snprintf(rel, sizeof(rel), "%s", group_file("mid", "tasks"));
 	fake.refuse = rel;
 	fake.refuse_errno = EINVAL;
 	fake.refuse_status = "Can't move task to different control group";
-	ck_assert_int_eq(apply(cat(), priv, 1006, 1, &why), EINVAL);
+	ck_assert_int_eq(apply(cat(), priv, 1006, -1, &why), EINVAL);
 	has(why.s, "Can't move task to different control group");
 	/* Another user's thread. */
 	fake.refuse_errno = EPERM;
 	fake.refuse_status = "No permission to move task 1007";
-	ck_assert_int_eq(apply(cat(), priv, 1007, 1, &why), EPERM);
+	ck_assert_int_eq(apply(cat(), priv, 1007, -1, &why), EPERM);
 	has(why.s, "refused");
 	has(why.s, "root");
 	fake.refuse = NULL;
-	ck_assert_str_eq(get(group_file("high", "tasks")), "1001\n");
+	ck_assert_str_eq(get(group_file("mid", "tasks")), "1001\n");
 
 	finished(cat(), priv);
 	ck_assert_str_eq(get("tasks"), "1001\n");
@@ -756,8 +757,8 @@ START_TEST(reset_ignores_threads_that_ended)
 {
 	struct ma_hw_env env = tree(0);
 	void *priv = started(cat(), &env);
-	applied(cat(), priv, 1001, 1);
-	applied(cat(), priv, 1002, -1);
+	applied(cat(), priv, 1001, -1);
+	applied(cat(), priv, 1002, -2);
 	fake.gone = 1001;
 	finished(cat(), priv);
 	ck_assert_str_eq(get("tasks"), "1002\n");
@@ -767,9 +768,9 @@ START_TEST(reset_ignores_threads_that_ended)
 	 * longer lists it, and reset leaves that number alone. */
 	env = tree(0);
 	priv = started(cat(), &env);
-	applied(cat(), priv, 1001, 1);
-	applied(cat(), priv, 1002, -1);
-	put(group_file("high", "tasks"), "");
+	applied(cat(), priv, 1001, -1);
+	applied(cat(), priv, 1002, -2);
+	put(group_file("mid", "tasks"), "");
 	finished(cat(), priv);
 	ck_assert_str_eq(get("tasks"), "1002\n");
 	done();
@@ -782,7 +783,7 @@ START_TEST(stop_removes_what_reset_did_not)
 {
 	struct ma_hw_env env = tree(0);
 	void *priv = started(mba(), &env);
-	applied(mba(), priv, 1001, -1);
+	applied(mba(), priv, 1001, -2);
 	mba()->stop(priv);
 	free(priv);
 	ck_assert_uint_eq(groups_left(), 0);
