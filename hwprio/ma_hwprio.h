@@ -76,10 +76,11 @@ struct ma_hw_backend {
 	/* Sets t, the calling kernel thread, to level (lo..hi; 0: as before start): 0 or an
 	 * errno with why filled; a failure leaves t as it was. */
 	int (*apply)(void *priv, const struct ma_hw_target *t, int level, struct ma_hw_why *why);
-	/* Set for a mechanism the kernel undoes behind the program's back (POWER's PPR, reset
-	 * at every system call): called by the worker at each of its switches with its
-	 * current level, so it must cost a few instructions. */
-	void (*apply_self)(int level);
+	/* Called by the worker of VP vp after each of its switches, with its level, on its
+	 * own kernel thread and with no lock: for a mechanism the kernel undoes behind the
+	 * program's back (POWER's PPR, reset at every system call), or one that acts on the
+	 * worker's time itself (smt-quiet). At level 0 it must cost a few instructions. */
+	void (*apply_self)(void *priv, unsigned vp, int level);
 	/* Everything it changed back as start found it (from the thread calling marcel_end or
 	 * a failing marcel_init; the targets may have ended): 0 or an errno. */
 	int (*reset)(void *priv, struct ma_hw_why *why);

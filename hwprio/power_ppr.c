@@ -291,8 +291,10 @@ static int ma_hw_ppr_apply(void *priv, const struct ma_hw_target *t, int level, 
 
 /* At each switch of a worker: its level again, after any system call put PRI back to 3.
  * The runtime hands the level unclamped; +2 is out of reach and sets +1. */
-static void ma_hw_ppr_apply_self(int level)
+static void ma_hw_ppr_apply_self(void *priv, unsigned vp, int level)
 {
+	(void)priv;
+	(void)vp;
 	ma_ppr_arch_hint(ma_ppr_pri_of_level(level > MA_HW_PPR_HI ? MA_HW_PPR_HI : level));
 }
 

@@ -150,7 +150,7 @@ static void ma_hw_switched(struct ma_worker *w)
 	 * after its reset is harmless (the kernel resets the PPR at the next system call). */
 	for (unsigned i = 0; i < ma_hw.n; i++)
 		if (ma_hw.a[i].b->apply_self && !atomic_load_explicit(&ma_hw.a[i].failed, memory_order_relaxed))
-			ma_hw.a[i].b->apply_self(atomic_load_explicit(&s->want[i], memory_order_relaxed));
+			ma_hw.a[i].b->apply_self(ma_hw.a[i].priv, w->vp, atomic_load_explicit(&s->want[i], memory_order_relaxed));
 	if (gen == s->applied_gen && s->applied_carrier == (const void *)w->carrier)
 		return;
 	/* Not preempted from here to the end: the lock is not a marcel lock (a preempted

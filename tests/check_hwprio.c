@@ -259,10 +259,36 @@ static void *rank_run(void *arg)
  * as a phase change and costs one unprioritised iteration, so this asserts the levels in
  * most iterations and a bound on the changes, where check_hwprio_policy asserts exact
  * convergence on a model. */
+/* A sysfs tree whose 4 CPUs are two cores of two hardware threads (smt-quiet's probe). */
+static void smt_sysfs(char *root)
+{
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	for (int c = 0; c < 4; c++) {
+		char cmd[300], path[300];
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s/devices/system/cpu/cpu%d/topology", root, c);
+		ck_assert_int_eq(system(cmd), 0);
+		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list", root, c);
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%d-%d\n", c / 2 * 2, c / 2 * 2 + 1);
+		fclose(f);
+	}
+}
+
+/* _i = 0: backend none; 1: smt-quiet (on a fake sysfs that has SMT), whose lowered VPs
+ * park (check_hwprio_smtquiet tests how long): the same levels, applied by every worker
+ * (the snapshot shows the policy's level each applied last), the backend still in use. */
 START_TEST(metbench_levels)
 {
 	env_clear();
-	setenv("MARCEL_HWPRIO", "none", 1);
+	char sysfs[] = "/tmp/check-hwprio-sysfs-XXXXXX";
+	if (_i) {
+		smt_sysfs(sysfs);
+		setenv("MARCEL_HWPRIO", "smt-quiet", 1);
+		setenv("MARCEL_HWPRIO_SYSFS", sysfs, 1);
+	} else {
+		setenv("MARCEL_HWPRIO", "none", 1);
+	}
 	setenv("MARCEL_TOPOLOGY", "core:2 pu:2", 1);
 	setenv("MARCEL_SMT", "1", 1);
 	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
@@ -291,6 +317,27 @@ START_TEST(metbench_levels)
 	ck_assert_msg(ok >= (METBENCH_ITERATIONS - 2) * 3 / 4, "heavy VPs raised in %u of the %d iterations after the second",
 		      ok, METBENCH_ITERATIONS - 2);
 	ck_assert_msg(changes >= 1 && changes <= 5, "levels changed after %u of %u iterations", changes, iterations);
+	if (_i) {
+		struct marcel_snapshot *snap = marcel_sched_snapshot();
+		ck_assert_ptr_nonnull(snap);
+		int applied[4] = { 9, 9, 9, 9 };
+		for (unsigned q = 0; q < snap->nb_queues; q++)
+			if (snap->queues[q].vp >= 0 && snap->queues[q].vp < 4)
+				applied[snap->queues[q].vp] = snap->queues[q].hwprio_level;
+		marcel_sched_snapshot_free(snap);
+		ck_assert_msg(applied[1] > applied[0] && applied[3] > applied[2], "applied levels %d %d | %d %d", applied[0],
+			      applied[1], applied[2], applied[3]);
+		int active = 0;
+		for (unsigned i = 0; i < marcel_hwprio_backend_count(); i++) {
+			struct marcel_hwprio_backend_info info;
+			ck_assert_int_eq(marcel_hwprio_backend(i, &info), 0);
+			active |= !strcmp(info.name, "smt-quiet") && info.active;
+		}
+		ck_assert_msg(active, "smt-quiet was dropped");
+		char cmd[100];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", sysfs);
+		ck_assert_int_eq(system(cmd), 0);
+	}
 	marcel_barrier_destroy(&bar);
 	marcel_end();
 	unsetenv("MARCEL_TOPOLOGY");
@@ -310,7 +357,7 @@ int main(void)
 	tcase_add_test(tc, auto_quiet_when_nothing);
 	tcase_add_test(tc, backends_described);
 	tcase_add_test(tc, levels_by_hand);
-	tcase_add_test(tc, metbench_levels);
+	tcase_add_loop_test(tc, metbench_levels, 0, 2);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
 }

@@ -167,7 +167,7 @@ static void check_backend(void)
 	static const int self[][2] = { { -2, 2 }, { 2, 4 }, { -1, 2 }, { 0, 3 }, { 1, 4 } };
 	for (unsigned i = 0; i < 5; i++) {
 		char what[64];
-		b->apply_self(self[i][0]);
+		b->apply_self(NULL, 0, self[i][0]);
 		snprintf(what, sizeof(what), "apply_self(%d)", self[i][0]);
 		expect_pri(self[i][1], what);
 	}
