@@ -37,11 +37,24 @@ enum ma_hw_presence {
 	MA_HW_NEEDS_PRIVILEGE, /* there, but this process may not use it */
 };
 
+/* A kind of core (hwloc cpukinds: hybrid x86, big.LITTLE). */
+#define MA_HW_MAX_CPUS 1024
+struct ma_hw_kind {
+	int efficiency;      /* hwloc's rank: 0 the most energy-efficient, higher faster */
+	unsigned long cpus[MA_HW_MAX_CPUS / (8 * sizeof(unsigned long))]; /* OS indexes */
+};
+
 /* Where the backends find the system's files. The roots are overridable
- * (MARCEL_HWPRIO_SYSFS, MARCEL_HWPRIO_RESCTRL) so that tests run on fake trees. */
+ * (MARCEL_HWPRIO_SYSFS, MARCEL_HWPRIO_RESCTRL) so that tests run on fake trees. The
+ * machine's core kinds come from the runtime's topology (none without a running
+ * runtime); `bound` says whether workers are bound to their PUs (not on a synthetic or
+ * XML topology, whose CPUs are not this machine's). */
 struct ma_hw_env {
 	const char *sysfs;   /* "/sys" */
 	const char *resctrl; /* "/sys/fs/resctrl" */
+	unsigned nb_kinds;
+	const struct ma_hw_kind *kinds;
+	int bound;
 };
 
 /* One worker's kernel thread, as a backend acts on it. */

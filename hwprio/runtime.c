@@ -35,6 +35,7 @@
 #include "marcel/thread.h"
 
 #define MA_HW_MAX_ACTIVE 8
+#define MA_HW_MAX_KINDS 8
 /* Shorter rounds are merged: a policy step (and the applies it causes) per round of a
  * fine-grained barrier would cost more than it balances. */
 #define MA_HW_MIN_ITER_NS 1000000
@@ -66,6 +67,7 @@ static struct {
 	unsigned n;
 	struct ma_hw_active a[MA_HW_MAX_ACTIVE];
 	struct ma_hw_env env;
+	struct ma_hw_kind kinds[MA_HW_MAX_KINDS]; /* env's */
 	struct ma_hw_policy_params params;
 	struct ma_hw_vp *vp;
 	unsigned nb_vps;
@@ -81,11 +83,28 @@ static struct {
 	_Atomic unsigned changes;   /* iterations whose decision changed a level */
 } ma_hw = { .lock = PTHREAD_MUTEX_INITIALIZER, .policy_lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void ma_hw_env_read(struct ma_hw_env *env)
+/* The roots, and the running runtime's core kinds (into kinds[MA_HW_MAX_KINDS]). */
+static void ma_hw_env_read(struct ma_hw_env *env, struct ma_hw_kind *kinds)
 {
 	const char *s = getenv("MARCEL_HWPRIO_SYSFS"), *r = getenv("MARCEL_HWPRIO_RESCTRL");
-	env->sysfs = s && *s ? s : "/sys";
-	env->resctrl = r && *r ? r : "/sys/fs/resctrl";
+	*env = (struct ma_hw_env){ .sysfs = s && *s ? s : "/sys", .resctrl = r && *r ? r : "/sys/fs/resctrl" };
+	if (!ma_rt.running && !ma_hw.vp)
+		return; /* no topology loaded: no kinds known */
+	env->bound = !ma_rt.topo.fake;
+	unsigned n = ma_rt.topo.nb_cpukinds < MA_HW_MAX_KINDS ? ma_rt.topo.nb_cpukinds : MA_HW_MAX_KINDS;
+	for (unsigned k = 0; k < n; k++) {
+		struct ma_hw_kind *hk = &kinds[k];
+		memset(hk, 0, sizeof(*hk));
+		hk->efficiency = ma_rt.topo.cpukinds[k].efficiency;
+		unsigned bits = 8 * sizeof(hk->cpus[0]);
+		int c;
+		hwloc_bitmap_foreach_begin(c, ma_rt.topo.cpukinds[k].cpuset)
+			if (c < MA_HW_MAX_CPUS)
+				hk->cpus[(unsigned)c / bits] |= 1UL << ((unsigned)c % bits);
+		hwloc_bitmap_foreach_end();
+	}
+	env->nb_kinds = n;
+	env->kinds = kinds;
 }
 
 /* The ancestor of VP v's leaf that has kind k, -1 if none. */
@@ -320,7 +339,7 @@ int ma_hwprio_start(void)
 		return EINVAL;
 	}
 	ma_hw_policy_defaults(&ma_hw.params, kind);
-	ma_hw_env_read(&ma_hw.env);
+	ma_hw_env_read(&ma_hw.env, ma_hw.kinds);
 	ma_hw.nb_vps = ma_rt.nb_vps;
 	ma_hw.vp = calloc(ma_rt.nb_vps, sizeof(*ma_hw.vp));
 	ma_hw.st = (struct ma_hw_policy_state){ .n = ma_rt.nb_vps, .slot = calloc(ma_rt.nb_vps, sizeof(struct ma_hw_slot)) };
@@ -412,8 +431,9 @@ int marcel_hwprio_backend(unsigned i, struct marcel_hwprio_backend_info *info)
 		return EINVAL;
 	const struct ma_hw_backend *b = ma_hw_backends[i];
 	struct ma_hw_env env;
+	struct ma_hw_kind kinds[MA_HW_MAX_KINDS];
 	struct ma_hw_why why = { "" };
-	ma_hw_env_read(&env);
+	ma_hw_env_read(&env, kinds);
 	memset(info, 0, sizeof(*info));
 	info->name = b->name;
 	info->description = b->desc;
