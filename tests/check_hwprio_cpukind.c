@@ -60,7 +60,7 @@ static void load_hybrid(void)
 		hwloc_bitmap_free(set);
 	}
 	hwloc_topology_destroy(hw);
-	env = (struct ma_hw_env){ "/sys", "/sys/fs/resctrl", 2, kinds, 1 };
+	env = (struct ma_hw_env){ .sysfs = "/sys", .resctrl = "/sys/fs/resctrl", .nb_kinds = 2, .kinds = kinds, .bound = 1 };
 }
 
 /* The test's kernel: each thread's CPUs. */

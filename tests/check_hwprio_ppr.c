@@ -99,7 +99,7 @@ END_TEST
 
 START_TEST(probe_says_why_absent)
 {
-	const struct ma_hw_env env = { "/sys", "/sys/fs/resctrl" };
+	const struct ma_hw_env env = { .sysfs = "/sys", .resctrl = "/sys/fs/resctrl" };
 	struct ma_hw_why why = { "" };
 	enum ma_hw_presence p = ppr()->probe(&env, &why);
 	if (!ma_ppr_arch_missing()) {
@@ -129,7 +129,7 @@ START_TEST(apply_and_start_refuse_without_power)
 	/* start refuses before looking for siblings, even where there are some. */
 	tree_new();
 	siblings_file(0, "0-1\n");
-	const struct ma_hw_env env = { root, "/sys/fs/resctrl" };
+	const struct ma_hw_env env = { .sysfs = root, .resctrl = "/sys/fs/resctrl" };
 	struct ma_hw_why why = { "" };
 	ck_assert_int_eq(b->start(priv, &env, &why), ENOTSUP);
 	ck_assert_str_eq(why.s, "not a POWER processor: this build is for " MA_HOST_CPU);

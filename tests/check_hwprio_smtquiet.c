@@ -32,7 +32,7 @@ static void *started(void)
 {
 	void *priv = calloc(1, ma_hw_smt_quiet.priv_size);
 	ck_assert_ptr_nonnull(priv);
-	struct ma_hw_env env = { "/nonexistent", "/nonexistent" };
+	struct ma_hw_env env = { .sysfs = "/nonexistent", .resctrl = "/nonexistent" };
 	struct ma_hw_why why;
 	ck_assert_int_eq(ma_hw_smt_quiet.start(priv, &env, &why), 0);
 	ma_hw_sq_set_clock(priv, fake_clock, fake_park);
@@ -140,7 +140,7 @@ START_TEST(probe_needs_smt)
 	fake_sysfs(smt, 4, 2);
 	fake_sysfs(nosmt, 4, 1);
 	struct ma_hw_why why = { "" };
-	struct ma_hw_env env = { smt, "/nonexistent" };
+	struct ma_hw_env env = { .sysfs = smt, .resctrl = "/nonexistent" };
 	ck_assert_int_eq(ma_hw_smt_quiet.probe(&env, &why), MA_HW_PRESENT);
 	env.sysfs = nosmt;
 	ck_assert_int_eq(ma_hw_smt_quiet.probe(&env, &why), MA_HW_ABSENT);
