@@ -118,7 +118,7 @@ static void check_backend(void)
 	if (strcmp(b->name, "power-ppr") || b->lo != -2 || b->hi != 1 || !b->apply_self)
 		fail("the table: name '%s', reach %d..%d, apply_self %s", b->name, b->lo, b->hi,
 		     b->apply_self ? "set" : "missing");
-	const struct ma_hw_env env = { "/sys", "/sys/fs/resctrl" };
+	const struct ma_hw_env env = { .sysfs = "/sys", .resctrl = "/sys/fs/resctrl" };
 	struct ma_hw_why why = { "" };
 	for (int pri = 2; pri <= 4; pri++) {
 		ma_ppr_arch_hint(pri);
