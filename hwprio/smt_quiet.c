@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "ma_hwprio.h"
-#include "arch/ma_ppr_arch.h"
+#include "ma_smt.h"
 #include "ma_smt_quiet.h"
 
 #define MA_HW_SQ_MAX_VPS 1024
@@ -77,7 +77,7 @@ uint64_t ma_hw_sq_quiet_ns(const void *priv, unsigned vp)
 static enum ma_hw_presence ma_hw_sq_probe(const struct ma_hw_env *env, struct ma_hw_why *why)
 {
 	int cpu[2];
-	int e = ma_hw_ppr_siblings(env->sysfs, cpu, why);
+	int e = ma_hw_smt_siblings(env->sysfs, cpu, why);
 	if (e == ENODEV)
 		ma_hw_fail(why, e, "no SMT: every core of %s/devices/system/cpu has one hardware thread, so no worker "
 			   "shares a core to be quieted for", env->sysfs);

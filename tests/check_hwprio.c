@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <marcel.h>
 #include "ma_test.h"
+#include "ma_check_run.h"
 
 static void env_clear(void)
 {
@@ -273,22 +274,6 @@ static void *rank_run(void *arg)
  * as a phase change and costs one unprioritised iteration, so this asserts the levels in
  * most iterations and a bound on the changes, where check_hwprio_policy asserts exact
  * convergence on a model. */
-/* A sysfs tree whose 4 CPUs are two cores of two hardware threads (smt-quiet's probe). */
-static void smt_sysfs(char *root)
-{
-	ck_assert_ptr_nonnull(mkdtemp(root));
-	for (int c = 0; c < 4; c++) {
-		char cmd[300], path[300];
-		snprintf(cmd, sizeof(cmd), "mkdir -p %s/devices/system/cpu/cpu%d/topology", root, c);
-		ck_assert_int_eq(system(cmd), 0);
-		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list", root, c);
-		FILE *f = fopen(path, "w");
-		ck_assert_ptr_nonnull(f);
-		fprintf(f, "%d-%d\n", c / 2 * 2, c / 2 * 2 + 1);
-		fclose(f);
-	}
-}
-
 /* _i = 0: backend none; 1: smt-quiet (on a fake sysfs that has SMT), whose lowered VPs
  * park (check_hwprio_smtquiet tests how long): the same levels, applied by every worker
  * (the snapshot shows the policy's level each applied last), the backend still in use. */
@@ -297,7 +282,8 @@ START_TEST(metbench_levels)
 	env_clear();
 	char sysfs[] = "/tmp/check-hwprio-sysfs-XXXXXX";
 	if (_i) {
-		smt_sysfs(sysfs);
+		ck_assert_ptr_nonnull(mkdtemp(sysfs));
+		ma_check_fake_smt_sysfs(sysfs, 4, 2);
 		setenv("MARCEL_HWPRIO", "smt-quiet", 1);
 		setenv("MARCEL_HWPRIO_SYSFS", sysfs, 1);
 	} else {

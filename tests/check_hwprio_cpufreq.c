@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include "ma_check_run.h"
 #include <errno.h>
 #include <ftw.h>
 #include <grp.h>
@@ -589,10 +590,7 @@ int main(void)
 		fprintf(stderr, "check_hwprio_cpufreq: cannot make a directory %s: %s\n", base, strerror(errno));
 		return 1;
 	}
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int status = ma_check_run(suite());
 	base_drop();
-	return failed ? 1 : 0;
+	return status;
 }

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include "ma_check_run.h"
 #include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
@@ -212,9 +213,5 @@ int main(void)
 	tcase_add_test(tc, failures_leave_it_where_it_was);
 	tcase_add_test(tc, probe_needs_kinds_and_binding);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ma_check_run(s);
 }

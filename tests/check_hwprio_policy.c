@@ -12,6 +12,7 @@
  * run time is its compute time, its wait the rest of the iteration.
  */
 #include <check.h>
+#include "ma_check_run.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,9 +420,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ma_check_run(suite());
 }

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include "ma_check_run.h"
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include "ma_hwprio.h"
 #include "arch/ma_ppr_arch.h"
+#include "ma_smt.h"
 
 static const struct ma_hw_backend *ppr(void)
 {
@@ -195,7 +197,7 @@ START_TEST(siblings_found)
 				siblings_file(n, cases[k].lists[n]);
 		int cpu[2] = { -1, -1 };
 		struct ma_hw_why why = { "" };
-		ck_assert_msg(!ma_hw_ppr_siblings(root, cpu, &why), "case %u: %s", k, why.s);
+		ck_assert_msg(!ma_hw_smt_siblings(root, cpu, &why), "case %u: %s", k, why.s);
 		ck_assert_int_eq(cpu[0], cases[k].a);
 		ck_assert_int_eq(cpu[1], cases[k].b);
 		tree_free();
@@ -211,7 +213,7 @@ START_TEST(no_siblings_said)
 	siblings_file(3, "3\n");
 	int cpu[2];
 	struct ma_hw_why why = { "" };
-	ck_assert_int_eq(ma_hw_ppr_siblings(root, cpu, &why), ENODEV);
+	ck_assert_int_eq(ma_hw_smt_siblings(root, cpu, &why), ENODEV);
 	char want[256];
 	snprintf(want, sizeof(want),
 		 "no SMT siblings to share a core (each of the 3 CPUs of %s/devices/system/cpu is alone on its core)", root);
@@ -220,7 +222,7 @@ START_TEST(no_siblings_said)
 
 	/* No topology at all: the file it looked for is named. */
 	tree_new();
-	ck_assert_int_eq(ma_hw_ppr_siblings(root, cpu, &why), ENOENT);
+	ck_assert_int_eq(ma_hw_smt_siblings(root, cpu, &why), ENOENT);
 	snprintf(want, sizeof(want), "no %s/devices/system/cpu/cpuN/topology/thread_siblings_list", root);
 	ck_assert_ptr_nonnull(strstr(why.s, want));
 	tree_free();
@@ -236,7 +238,7 @@ START_TEST(bad_list_named)
 		siblings_file(1, "0-1"); /* never reached: the bad file stops the search */
 		int cpu[2];
 		struct ma_hw_why why = { "" };
-		ck_assert_int_eq(ma_hw_ppr_siblings(root, cpu, &why), EINVAL);
+		ck_assert_int_eq(ma_hw_smt_siblings(root, cpu, &why), EINVAL);
 		char want[256];
 		snprintf(want, sizeof(want),
 			 "%s/devices/system/cpu/cpu0/topology/thread_siblings_list reads '%s': expected a list of CPUs below %d such as 0-3 or 0,8",
@@ -322,9 +324,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ma_check_run(suite());
 }

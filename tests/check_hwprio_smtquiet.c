@@ -4,6 +4,7 @@
  * raised, one lowered), and the probe on fake sysfs trees. No thread runs.
  */
 #include <check.h>
+#include "ma_check_run.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,25 +112,6 @@ START_TEST(apply_checks_its_reach)
 }
 END_TEST
 
-/* A sysfs tree with n CPUs, `per_core` hardware threads per core. */
-static void fake_sysfs(const char *root, int n, int per_core)
-{
-	char path[512];
-	for (int c = 0; c < n; c++) {
-		snprintf(path, sizeof(path), "mkdir -p %s/devices/system/cpu/cpu%d/topology", root, c);
-		ck_assert_int_eq(system(path), 0);
-		snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list", root, c);
-		FILE *f = fopen(path, "w");
-		ck_assert_ptr_nonnull(f);
-		int first = c / per_core * per_core;
-		if (per_core > 1)
-			fprintf(f, "%d-%d\n", first, first + per_core - 1);
-		else
-			fprintf(f, "%d\n", c);
-		fclose(f);
-	}
-}
-
 START_TEST(probe_needs_smt)
 {
 	char root[] = "/tmp/check-smtquiet-XXXXXX";
@@ -137,8 +119,8 @@ START_TEST(probe_needs_smt)
 	char smt[600], nosmt[600], cmd[700];
 	snprintf(smt, sizeof(smt), "%s/smt", root);
 	snprintf(nosmt, sizeof(nosmt), "%s/nosmt", root);
-	fake_sysfs(smt, 4, 2);
-	fake_sysfs(nosmt, 4, 1);
+	ma_check_fake_smt_sysfs(smt, 4, 2);
+	ma_check_fake_smt_sysfs(nosmt, 4, 1);
 	struct ma_hw_why why = { "" };
 	struct ma_hw_env env = { .sysfs = smt, .resctrl = "/nonexistent" };
 	ck_assert_int_eq(ma_hw_smt_quiet.probe(&env, &why), MA_HW_PRESENT);
@@ -167,9 +149,5 @@ int main(void)
 	tcase_add_test(tc, apply_checks_its_reach);
 	tcase_add_test(tc, probe_needs_smt);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ma_check_run(s);
 }

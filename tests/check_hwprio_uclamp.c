@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include "ma_check_run.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -541,9 +542,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ma_check_run(suite());
 }

@@ -6,6 +6,7 @@
 #ifndef MA_TEST_H
 #define MA_TEST_H
 
+#include "ma_check_run.h"
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -310,11 +311,7 @@ static inline int ma_test_init_captured(char *msg, size_t n)
 
 static inline int ma_test_run(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ma_check_run(s);
 }
 
 /* Runs cmd with popen; returns its stdout (malloc'd) and its wait status. */

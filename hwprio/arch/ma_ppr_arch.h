@@ -55,11 +55,6 @@ int ma_ppr_arch_very_low(void);
 
 /* ---- power_ppr.c's steps, for tests/check_hwprio_ppr.c ---- */
 
-/* Two SMT siblings cpu[0] and cpu[1], the first two CPUs of the first
- * <sysfs>/devices/system/cpu/cpuN/topology/thread_siblings_list that names two (whether
- * this process may run there is the calibration's to find): 0, or an errno with why
- * filled (ENODEV: no core has two). */
-int ma_hw_ppr_siblings(const char *sysfs, int cpu[2], struct ma_hw_why *why);
 /* Two threads spin on cpu[0] and cpu[1], at equal levels and then at +1 and -1 (about
  * 100 ms): gain is how much faster the raised one went, cpu[0]'s. 0, or an errno with
  * why filled (a thread that cannot be created or bound). */
