@@ -1,20 +1,29 @@
 /*
  * smt-quiet: the lever x86 and ARM SMT cores offer. They have no priority between their
- * hardware threads, but a hardware thread that sleeps in the kernel leaves the core's
- * decode slots, execution units and caches to its siblings. So a lowered worker (level
- * < 0: the runtime lowers the siblings of the worker a policy raises, this backend
- * reaching -2..0) parks its kernel thread after each of its switches, for a share of the
- * time it ran since the one before: at -1 a third of it (quiet a quarter of the time),
- * at -2 as long (quiet half of the time). Its siblings then run alone on the core that
- * share of the time.
+ * hardware threads, but one that does nothing leaves the core's decode slots, execution
+ * units and caches to its siblings. So a lowered worker (level < 0: the runtime lowers
+ * the siblings of the worker a policy raises, this backend reaching -2..0) goes quiet
+ * after each of its switches, for a share of the time it ran since the one before: at -1
+ * a third of it (quiet a quarter of the time), at -2 as long (quiet half of the time).
+ * Its siblings then have the core to themselves for that share.
  *
- * Parking slows the lowered worker's own threads: the policy lowers only a worker less
+ * The two levels are quiet in two ways, the lighter one at -1. There the worker waits on
+ * its own hardware thread in the processor's spin-wait hint (hwprio/arch/<arch>/quiet.c:
+ * TPAUSE in C0.2 or PAUSE on x86, WFE or YIELD+ISB on Arm): no system call, nothing the
+ * kernel may give its hardware thread to, and the worker goes on the moment the time is
+ * up; but the waiting thread keeps its share of the core's partitioned resources and runs
+ * the hint's loop. At -2 it parks its kernel thread (nanosleep): Linux idles the hardware
+ * thread, and by Intel's SDM (vol. 3A, "HLT instruction") the resources a halted logical
+ * processor used go to its siblings, the most this backend can free; the price is a
+ * wake-up through the kernel, and the kernel may run another program's thread there
+ * meanwhile.
+ *
+ * Quieting slows the lowered worker's own threads: the policy lowers only a worker less
  * busy than its siblings (with slack before the barrier), and one that becomes the
- * bottleneck shows it at the next iteration, when the policy gives back. Each park is
- * at most MA_HW_SQ_MAX_QUIET_NS, so a lowered worker still answers within a millisecond.
- * Not done: waiting in pause or tpause bursts instead of parking (the issue's lower
- * levels): a pausing thread still holds its share of the front end on x86, and parking
- * frees the core the most; the accounted quiet time is the same either way.
+ * bottleneck shows it at the next iteration, when the policy gives back. Each wait or park
+ * is at most MA_HW_SQ_MAX_QUIET_NS, so a lowered worker still answers within a
+ * millisecond. The time quiet is what the backend's clock saw pass during the wait or the
+ * park, accounted per VP.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,19 +33,22 @@
 #include "ma_hwprio.h"
 #include "ma_smt.h"
 #include "ma_smt_quiet.h"
+#include "arch/ma_quiet_arch.h"
 
 #define MA_HW_SQ_MAX_VPS 1024
 #define MA_HW_SQ_MAX_QUIET_NS 1000000
 
 struct ma_hw_sq_vp {
-	uint64_t last;              /* end of the last park, or of the last switch at level
-				       < 0; 0: unknown (the level was 0) */
+	uint64_t last;              /* end of the last wait or park, or of the last switch at
+				       level < 0; 0: unknown (the level was 0) */
 	_Atomic uint64_t quiet_ns;  /* written by the VP's worker only */
 };
 
 struct ma_hw_sq {
-	uint64_t (*clock)(void);    /* monotonic ns (tests give their own) */
-	void (*park)(uint64_t ns);
+	uint64_t (*clock)(void);    /* monotonic ns (a test gives its own, with a park and a
+				       wait on its time line) */
+	void (*park)(uint64_t ns);  /* level -2 */
+	uint64_t (*wait)(uint64_t ns, enum ma_quiet_mech *used); /* level -1 */
 	struct ma_hw_sq_vp vp[MA_HW_SQ_MAX_VPS];
 };
 
@@ -60,11 +72,13 @@ static void ma_hw_sq_park(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-void ma_hw_sq_set_clock(void *priv, uint64_t (*clock)(void), void (*park)(uint64_t ns))
+void ma_hw_sq_set_clock(void *priv, uint64_t (*clock)(void), void (*park)(uint64_t ns),
+			uint64_t (*wait)(uint64_t ns, enum ma_quiet_mech *used))
 {
 	struct ma_hw_sq *q = priv;
 	q->clock = clock;
 	q->park = park;
+	q->wait = wait;
 }
 
 uint64_t ma_hw_sq_quiet_ns(const void *priv, unsigned vp)
@@ -88,7 +102,11 @@ static int ma_hw_sq_start(void *priv, const struct ma_hw_env *env, struct ma_hw_
 {
 	(void)env;
 	(void)why;
-	ma_hw_sq_set_clock(priv, ma_hw_sq_clock, ma_hw_sq_park);
+	ma_hw_sq_set_clock(priv, ma_hw_sq_clock, ma_hw_sq_park, ma_quiet_arch_wait);
+	/* The wait finds its mechanism at its first call (a CPUID, which a hypervisor
+	 * traps): here rather than in a worker's switch. */
+	enum ma_quiet_mech m;
+	ma_quiet_arch_wait(0, &m);
 	return 0;
 }
 
@@ -115,7 +133,11 @@ static void ma_hw_sq_apply_self(void *priv, unsigned vp, int level)
 	uint64_t now = q->clock();
 	uint64_t quiet = s->last && now > s->last ? ma_hw_sq_quiet_for(now - s->last, level) : 0;
 	if (quiet) {
-		q->park(quiet);
+		enum ma_quiet_mech m;
+		if (level <= -2)
+			q->park(quiet);
+		else
+			q->wait(quiet, &m);
 		uint64_t after = q->clock();
 		atomic_store_explicit(&s->quiet_ns,
 				      atomic_load_explicit(&s->quiet_ns, memory_order_relaxed) + (after > now ? after - now : 0),
@@ -127,7 +149,8 @@ static void ma_hw_sq_apply_self(void *priv, unsigned vp, int level)
 
 const struct ma_hw_backend ma_hw_smt_quiet = {
 	.name = "smt-quiet",
-	.desc = "SMT siblings of the raised workers park a share of their time (x86, ARM)",
+	.desc = "SMT siblings of the raised workers go quiet a share of their time: at -1 in spin-wait "
+		"hints (pause or tpause; yield+isb or wfe), at -2 parked (x86, ARM)",
 	.lo = -2,
 	.hi = 0,
 	.priv_size = sizeof(struct ma_hw_sq),
