@@ -109,6 +109,12 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 		ma_hook_hw_iteration(b);
 		return MARCEL_BARRIER_SERIAL_THREAD;
 	}
+	if (ma_after_failed_init()) {
+		/* Nobody saw the arrival: the lock is still held. */
+		b->__arrived--;
+		ma_spin_unlock(ma_block(b));
+		return ma_not_running("marcel_barrier_wait", EPERM);
+	}
 	int mode = b->__mode;
 	ma_spin_unlock(ma_block(b));
 	if (mode == MARCEL_BARRIER_YIELD_MODE) {

@@ -93,6 +93,8 @@ static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
 {
 	if (ma_read_once(&m->__owner) != ma_owner_self())
 		return EPERM;
+	if (deadline == MA_NO_DEADLINE && ma_after_failed_init())
+		return ma_not_running("marcel_cond_wait", EPERM);
 	struct marcel_task *self = ma_task_self();
 	ma_cancel_point(self);
 	atomic_fetch_add(ma_cwaiters(c), 1);

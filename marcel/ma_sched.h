@@ -454,6 +454,20 @@ extern unsigned ma_runtime_gen MA_HIDDEN;
 extern __thread struct marcel_task *ma_tls_section_task MA_HIDDEN __attribute__((tls_model("initial-exec")));
 extern __thread struct ma_worker *ma_tls_worker MA_HIDDEN __attribute__((tls_model("initial-exec")));
 
+/* Set while the last marcel_init failed and none succeeded since (startup.c), hence only
+ * while the runtime is not running: no marcel thread exists then, so a wait without a
+ * deadline that would block can only be ended by another kernel thread, and a program
+ * that ignored the failure would hang in it. Such waits return EPERM instead. */
+extern atomic_int ma_init_failed MA_HIDDEN;
+static inline int ma_after_failed_init(void)
+{
+	return ma_unlikely(atomic_load_explicit(&ma_init_failed, memory_order_relaxed) != 0);
+}
+/* Returns err, the error of `call` (a public function's name) refused because the runtime
+ * is not running. After a failed marcel_init, the first call refused says so on stderr,
+ * in one line naming itself and that failure (startup.c). */
+int ma_not_running(const char *call, int err) MA_HIDDEN;
+
 /* marcel_end (startup.c); with `all`, waiting for the threads of marcel_create_posix too
  * (main's marcel_exit, as pthread_exit in main). */
 void ma_end(int all) MA_HIDDEN;
@@ -831,10 +845,13 @@ static inline struct marcel_task *ma_task_alloc(struct ma_worker *w)
 }
 void ma_task_free(struct ma_worker *w, struct marcel_task *t) MA_HIDDEN;
 void ma_task_pools_free(void) MA_HIDDEN;
-/* Whether t is a live thread's descriptor. Inline: every call naming a thread asks. */
+/* Whether t is a live thread's descriptor. Inline: every call naming a thread asks. None
+ * is while the runtime is not running (running stays set until marcel_end has stopped
+ * everything): a handle then is stale or was never written (a Marcel program going on
+ * after a failed marcel_init), and is not read. */
 static inline int ma_task_valid(const struct marcel_task *t)
 {
-	return t && t->magic == MA_TASK_MAGIC &&
+	return ma_rt.running && t && t->magic == MA_TASK_MAGIC &&
 	       atomic_load_explicit(&t->state, memory_order_acquire) != MA_TASK_FREE;
 }
 /* A scheduling context (a VP's idle loop, a carrier's own context): a task that is never

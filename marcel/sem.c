@@ -28,13 +28,17 @@ static int ma_sem_trytake(marcel_sem_t *s)
 }
 
 /* point: at a cancellation point (sem_wait, sem_timedwait; not Marcel's P): a request
- * acts on entry, or while it waits, without taking a unit. */
-static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s, uint64_t deadline, int point)
+ * acts on entry, or while it waits, without taking a unit. call: the public function,
+ * named if it is refused (EPERM: a wait no thread could end, ma_after_failed_init). */
+static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s, uint64_t deadline, int point,
+								 const char *call)
 {
 	if (point)
 		ma_cancel_point(ma_task_self());
 	if (ma_likely(ma_sem_trytake(s)))
 		return 0;
+	if (deadline == MA_NO_DEADLINE && ma_after_failed_init())
+		return ma_not_running(call, EPERM);
 	for (;;) {
 		atomic_fetch_add(ma_swaiters(s), 1);
 		int e = point ? ma_fwait_u32_point(ma_sval(s), 0, deadline) : ma_fwait_u32(ma_sval(s), 0, deadline);
@@ -48,14 +52,14 @@ static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s,
 	}
 }
 
-static int ma_sem_take(marcel_sem_t *s, uint64_t deadline)
+static int ma_sem_take(marcel_sem_t *s, uint64_t deadline, const char *call)
 {
-	return ma_sem_take_in(s, deadline, 0);
+	return ma_sem_take_in(s, deadline, 0, call);
 }
 
-static int ma_sem_take_point(marcel_sem_t *s, uint64_t deadline)
+static int ma_sem_take_point(marcel_sem_t *s, uint64_t deadline, const char *call)
 {
-	return ma_sem_take_in(s, deadline, 1);
+	return ma_sem_take_in(s, deadline, 1, call);
 }
 
 static int ma_sem_give(marcel_sem_t *s)
@@ -88,7 +92,9 @@ int marcel_sem_destroy(marcel_sem_t *s)
 
 void marcel_sem_P(marcel_sem_t *s)
 {
-	ma_sem_take(s, MA_NO_DEADLINE);
+	/* Marcel's P returns nothing: errno is all it can tell. */
+	if (ma_unlikely(ma_sem_take(s, MA_NO_DEADLINE, "marcel_sem_P")))
+		errno = EPERM;
 }
 
 void marcel_sem_V(marcel_sem_t *s)
@@ -108,7 +114,7 @@ int marcel_sem_timed_P(marcel_sem_t *s, unsigned long timeout_ms)
 		return 0;
 	}
 	uint64_t ns = timeout_ms > UINT64_MAX / 1000000 ? UINT64_MAX / 1000000 : (uint64_t)timeout_ms * 1000000;
-	if (ma_sem_take(s, ma_deadline_in(ns))) {
+	if (ma_sem_take(s, ma_deadline_in(ns), "marcel_sem_timed_P")) {
 		errno = ETIMEDOUT;
 		return 0;
 	}
@@ -135,8 +141,8 @@ int marcel_sem_wait(marcel_sem_t *s)
 {
 	if (!s)
 		return ma_fail(EINVAL);
-	ma_sem_take_point(s, MA_NO_DEADLINE);
-	return 0;
+	int e = ma_sem_take_point(s, MA_NO_DEADLINE, "marcel_sem_wait");
+	return e ? ma_fail(e) : 0;
 }
 
 int marcel_sem_trywait(marcel_sem_t *s)
@@ -156,7 +162,7 @@ int marcel_sem_timedwait(marcel_sem_t *s, const struct timespec *abstime)
 	uint64_t deadline;
 	if (ma_deadline_from_abs(CLOCK_REALTIME, abstime, &deadline))
 		return ma_fail(EINVAL);
-	return ma_sem_take_point(s, deadline) ? ma_fail(ETIMEDOUT) : 0;
+	return ma_sem_take_point(s, deadline, "marcel_sem_timedwait") ? ma_fail(ETIMEDOUT) : 0;
 }
 
 int marcel_sem_post(marcel_sem_t *s)

@@ -17,10 +17,17 @@
  * may switch main out: signals, preemption, the strategy's hooks), brings main back to VP
  * 0 and to the kernel thread that called marcel_init, then runs the stop parts.
  *
+ * A marcel_init that fails also notes why (ma_init_failure_note). Programs written for
+ * PM2's Marcel, whose marcel_init returned nothing, go on as if it had worked: until a
+ * marcel_init succeeds, the calls that need the runtime fail, the first of them saying so
+ * in one line that cites the failure, and waits that no thread could end return at once
+ * (ma_sched.h, ma_after_failed_init) instead of hanging.
+ *
  * With MARCEL_DEBUG set, MARCEL_DEBUG_FAIL=<step> makes that step's start fail (ECANCELED)
  * without running it, so that every failure path can be tested.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +60,51 @@ struct ma_step {
 	unsigned char say;       /* the loop says why start failed (the step does not) */
 };
 
+/* See ma_sched.h. Set by every failure of marcel_init, cleared by the step that marks the
+ * runtime running (a later step that fails sets it again). Outside ma_rt, which
+ * marcel_init clears. */
+atomic_int ma_init_failed;
+
+/* What the calls refused after a failed marcel_init say about it. */
+static struct {
+	ma_spinlock_t lock;               /* why and said: a refused call may race a new init */
+	char why[160];                    /* what failed, for "marcel_init failed (...)" */
+	int said;                         /* a refused call said so since that failure */
+} ma_init_failure;
+
+static void __attribute__((format(printf, 1, 2))) ma_init_failure_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ma_spin_lock(&ma_init_failure.lock);
+	vsnprintf(ma_init_failure.why, sizeof(ma_init_failure.why), fmt, ap);
+	ma_init_failure.said = 0;
+	ma_spin_unlock(&ma_init_failure.lock);
+	va_end(ap);
+	atomic_store_explicit(&ma_init_failed, 1, memory_order_release);
+}
+
+int ma_not_running(const char *call, int err)
+{
+	if (!atomic_load_explicit(&ma_init_failed, memory_order_acquire))
+		return err;
+	char why[sizeof(ma_init_failure.why)];
+	ma_spin_lock(&ma_init_failure.lock);
+	int say = !ma_init_failure.said;
+	ma_init_failure.said = 1;
+	memcpy(why, ma_init_failure.why, sizeof(why));
+	ma_spin_unlock(&ma_init_failure.lock);
+	/* Once per failure, not per call: a program that ignored it may call in a loop. */
+	if (say)
+		fprintf(stderr, "marcel: %s: the runtime is not running: marcel_init failed (%s); what needs the "
+				"runtime fails until a marcel_init succeeds\n",
+			call, why);
+	return err;
+}
+
 static int ma_running_start(void)
 {
+	atomic_store_explicit(&ma_init_failed, 0, memory_order_relaxed);
 	ma_rt.running = 1;
 	return 0;
 }
@@ -166,6 +216,11 @@ int marcel_init(int *argc, char **argv)
 	int fail = e ? -1 : ma_debug_fail_step();
 	if (fail < 0) {
 		memset(&ma_rt, 0, sizeof(ma_rt));
+		if (e)
+			ma_init_failure_note("a MARCEL_* variable or --marcel-* argument was refused: see the "
+					     "line above");
+		else
+			ma_init_failure_note("MARCEL_DEBUG_FAIL names no start-up step");
 		return e ? e : EINVAL;
 	}
 	unsigned n;
@@ -185,6 +240,10 @@ int marcel_init(int *argc, char **argv)
 	ma_steps_quiesce(n);
 	ma_steps_stop(n);
 	memset(&ma_rt, 0, sizeof(ma_rt));
+	if (n == (unsigned)fail)
+		ma_init_failure_note("its step %s failed on purpose: MARCEL_DEBUG_FAIL", ma_steps[n].name);
+	else
+		ma_init_failure_note("its step %s failed: %s", ma_steps[n].name, strerror(e));
 	return e;
 }
 

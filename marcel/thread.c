@@ -105,7 +105,10 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 {
 	int dontsched = how & MA_CREATE_DONTSCHED;
 	if (ma_unlikely(!ma_rt.running))
-		return EPERM;
+		return ma_not_running(how & MA_CREATE_POSIX ? "marcel_create_posix"
+				      : dontsched	     ? "marcel_create_dontsched"
+							     : "marcel_create",
+				      EPERM);
 	if (ma_unlikely(!func))
 		return EINVAL;
 	if (attr && attr->magic != MA_ATTR_MAGIC)
@@ -193,6 +196,8 @@ int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t 
 
 int marcel_wake_up_created_thread(marcel_t t)
 {
+	if (ma_unlikely(!ma_rt.running))
+		return ma_not_running("marcel_wake_up_created_thread", ESRCH);
 	if (!ma_task_valid(t))
 		return ESRCH;
 	if (!t->dontsched)
@@ -222,6 +227,10 @@ static void ma_join_canceled(struct marcel_task *t, struct ma_waiter *wt)
 
 int marcel_join(marcel_t t, any_t *status)
 {
+	/* No thread exists then, and t may be anything: the handle a failed marcel_create
+	 * never wrote, or one whose descriptor marcel_end freed. */
+	if (ma_unlikely(!ma_rt.running))
+		return ma_not_running("marcel_join", ESRCH);
 	if (!ma_task_valid(t))
 		return ESRCH;
 	struct marcel_task *self = ma_task_self();
@@ -261,6 +270,8 @@ int marcel_join(marcel_t t, any_t *status)
 
 int marcel_detach(marcel_t t)
 {
+	if (ma_unlikely(!ma_rt.running))
+		return ma_not_running("marcel_detach", ESRCH);
 	if (!ma_task_valid(t))
 		return ESRCH;
 	uintptr_t v = atomic_load(&t->link);

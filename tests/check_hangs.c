@@ -4,10 +4,15 @@
  * marcel_create_dontsched in a bubble attached to a woken one (the Marcel idiom:
  * marcel_bubble_insertbubble(&marcel_root_bubble, b), then marcel_wake_up_bubble(b)).
  * Each test fails by timing out on the code before its fix.
+ *
+ * Also a program that goes on after a failed marcel_init, as programs written for PM2's
+ * Marcel do (its marcel_init returned nothing): its waits must fail rather than wait for
+ * threads that cannot exist.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include "ma_test.h"
 
@@ -497,6 +502,225 @@ START_TEST(test_end_after_posix_threads_ended)
 }
 END_TEST
 
+/* ---- a program that goes on after a failed marcel_init ---- */
+
+/* What every refused call's line says, once per failed marcel_init. */
+#define NOT_RUNNING "the runtime is not running: marcel_init failed ("
+
+static unsigned occurrences(const char *s, const char *what)
+{
+	unsigned n = 0;
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+static unsigned lines(const char *s)
+{
+	return occurrences(s, "\n");
+}
+
+/* marcel_init with a bad MARCEL_NVP: it fails, says why in one line, leaves nothing. */
+static void init_fails(void)
+{
+	static char msg[4096];
+	setenv("MARCEL_NVP", "many", 1);
+	int e = ma_test_init_captured(msg, sizeof(msg));
+	unsetenv("MARCEL_NVP");
+	ck_assert_int_eq(e, EINVAL);
+	ck_assert_msg(lines(msg) == 1 && strstr(msg, "MARCEL_NVP='many'"), "marcel_init said: %s", msg);
+	ck_assert_uint_eq(marcel_nbvps(), 0);
+	ck_assert_ptr_null(marcel_self());
+}
+
+static marcel_barrier_t idiom_barrier;
+
+static any_t barrier_fn(any_t arg)
+{
+	return (any_t)(marcel_barrier_wait(&idiom_barrier) + (long)arg);
+}
+
+/* What marcel-program.c does (a barrier for the threads it creates, a join of each),
+ * with every wait the program could make instead: after the failed marcel_init, each
+ * fails at once (the barrier waited for ever; the join read the handle a failed
+ * marcel_create left unwritten), leaves its object as it found it, and the first of them
+ * says why in the one line of its kind; what has no need to wait still works; and the
+ * next marcel_init starts a runtime on which the same objects work. */
+START_TEST(test_failed_init_idiom)
+{
+	init_fails();
+	marcel_sem_t sem;
+	marcel_mutex_t m;
+	marcel_cond_t c;
+	ck_assert_int_eq(marcel_barrier_init(&idiom_barrier, NULL, 2), 0);
+	ck_assert_int_eq(marcel_sem_init(&sem, 0), 0);
+	ck_assert_int_eq(marcel_mutex_init(&m, NULL), 0);
+	ck_assert_int_eq(marcel_cond_init(&c, NULL), 0);
+
+	static char msg[8192];
+	struct ma_test_capture cap;
+	/* Results asserted once stderr is back. */
+	marcel_t unwritten = (marcel_t)&sem; /* any value: the call never wrote it */
+	marcel_t t = unwritten;
+	ma_test_capture_begin(&cap);
+	int e_create = marcel_create(&t, NULL, count_fn, NULL);
+	int e_barrier = marcel_barrier_wait(&idiom_barrier);
+	set_errno(0);
+	int r_wait = marcel_sem_wait(&sem), e_wait = get_errno();
+	set_errno(0);
+	marcel_sem_P(&sem);
+	int e_p = get_errno();
+	int e_lock = marcel_mutex_lock(&m);
+	int e_cond = marcel_cond_wait(&c, &m);
+	int e_unlock = marcel_mutex_unlock(&m);
+	int e_join = marcel_join(t, NULL);
+	int e_detach = marcel_detach(t);
+	int e_wake = marcel_wake_up_created_thread(t);
+	ma_test_capture_end(&cap, msg, sizeof(msg));
+
+	ck_assert_int_eq(e_create, EPERM);
+	ck_assert_ptr_eq(t, unwritten);
+	ck_assert_int_eq(e_barrier, EPERM);
+	/* The refused arrival was not counted: no round is in progress. */
+	ck_assert_int_eq(marcel_barrier_destroy(&idiom_barrier), 0);
+	ck_assert_int_eq(r_wait, -1);
+	ck_assert_int_eq(e_wait, EPERM);
+	ck_assert_int_eq(e_p, EPERM);
+	int v = -1;
+	ck_assert_int_eq(marcel_sem_getvalue(&sem, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(e_lock, 0);
+	ck_assert_int_eq(e_cond, EPERM);
+	ck_assert_int_eq(e_unlock, 0); /* the refused wait kept the mutex */
+	/* No thread exists, whatever the handle holds. */
+	ck_assert_int_eq(e_join, ESRCH);
+	ck_assert_int_eq(e_detach, ESRCH);
+	ck_assert_int_eq(e_wake, ESRCH);
+	ck_assert_msg(lines(msg) == 1 && occurrences(msg, NOT_RUNNING) == 1, "expected one line, got:\n%s", msg);
+	ck_assert_msg(!strncmp(msg, "marcel: marcel_create: " NOT_RUNNING, strlen("marcel: marcel_create: " NOT_RUNNING)),
+		      "the line does not name the first refused call: %s", msg);
+	ck_assert_msg(strstr(msg, "MARCEL_* variable or --marcel-* argument was refused"),
+		      "the line does not say what failed: %s", msg);
+
+	/* Nothing more is said; what need not wait works; timed waits keep their deadline. */
+	marcel_barrier_t one;
+	ck_assert_int_eq(marcel_barrier_init(&one, NULL, 1), 0);
+	struct timespec past = { 0, 0 };
+	ma_test_capture_begin(&cap);
+	int e_again = marcel_barrier_wait(&idiom_barrier);
+	int e_join2 = marcel_join(t, NULL);
+	int e_one = marcel_barrier_wait(&one);
+	int e_post = marcel_sem_post(&sem);
+	int e_take = marcel_sem_wait(&sem);
+	set_errno(0);
+	int r_timed = marcel_sem_timed_P(&sem, 1), e_timed = get_errno();
+	int e_lock2 = marcel_mutex_lock(&m);
+	int e_ctimed = marcel_cond_timedwait(&c, &m, &past);
+	int e_unlock2 = marcel_mutex_unlock(&m);
+	marcel_end(); /* nothing to stop */
+	ma_test_capture_end(&cap, msg, sizeof(msg));
+	ck_assert_int_eq(e_again, EPERM);
+	ck_assert_int_eq(e_join2, ESRCH);
+	ck_assert_int_eq(e_one, MARCEL_BARRIER_SERIAL_THREAD);
+	ck_assert_int_eq(e_post, 0);
+	ck_assert_int_eq(e_take, 0);
+	ck_assert_int_eq(r_timed, 0);
+	ck_assert_int_eq(e_timed, ETIMEDOUT);
+	ck_assert_int_eq(e_lock2, 0);
+	ck_assert_int_eq(e_ctimed, ETIMEDOUT);
+	ck_assert_int_eq(e_unlock2, 0);
+	ck_assert_msg(msg[0] == 0, "said again: %s", msg);
+
+	/* The next marcel_init works, and so do the objects. */
+	ma_test_init();
+	ck_assert_int_eq(marcel_barrier_init(&idiom_barrier, NULL, 2), 0);
+	ck_assert_int_eq(marcel_create(&t, NULL, barrier_fn, (any_t)10L), 0);
+	int mine = marcel_barrier_wait(&idiom_barrier);
+	any_t r;
+	ck_assert_int_eq(marcel_join(t, &r), 0);
+	/* One of the two got MARCEL_BARRIER_SERIAL_THREAD (-1), the other 0. */
+	ck_assert_int_eq(mine + (long)r - 10, MARCEL_BARRIER_SERIAL_THREAD);
+	ck_assert_int_eq(marcel_sem_getvalue(&sem, &v), 0);
+	ck_assert_int_eq(v, 0);
+	marcel_end();
+
+	/* After a marcel_end, the runtime is not running either, but no marcel_init failed:
+	 * the calls refused say nothing (their error is all there is to say). */
+	ma_test_capture_begin(&cap);
+	e_create = marcel_create(&t, NULL, count_fn, NULL);
+	ma_test_capture_end(&cap, msg, sizeof(msg));
+	ck_assert_int_eq(e_create, EPERM);
+	ck_assert_msg(msg[0] == 0, "said: %s", msg);
+}
+END_TEST
+
+/* Each failed marcel_init gets its own line, from the first call refused after it, and the
+ * line says which start-up step failed; a barrier in yield mode (marcel-program.c's) is
+ * refused as one in sleep mode. */
+START_TEST(test_failed_init_each_failure_said)
+{
+	static char msg[8192];
+	struct ma_test_capture cap;
+	init_fails();
+	marcel_t t = (marcel_t)&cap;
+	ma_test_capture_begin(&cap);
+	int e_join = marcel_join(t, NULL);
+	int e_create = marcel_create(&t, NULL, count_fn, NULL);
+	ma_test_capture_end(&cap, msg, sizeof(msg));
+	ck_assert_int_eq(e_join, ESRCH);
+	ck_assert_int_eq(e_create, EPERM);
+	ck_assert_msg(lines(msg) == 1 && strstr(msg, "marcel: marcel_join: " NOT_RUNNING), "got:\n%s", msg);
+
+	setenv("MARCEL_DEBUG", "1", 1);
+	setenv("MARCEL_DEBUG_FAIL", "carriers", 1);
+	int e = ma_test_init_captured(msg, sizeof(msg));
+	unsetenv("MARCEL_DEBUG_FAIL");
+	unsetenv("MARCEL_DEBUG");
+	ck_assert_int_eq(e, ECANCELED);
+	marcel_barrierattr_t a;
+	ck_assert_int_eq(marcel_barrierattr_init(&a), 0);
+	ck_assert_int_eq(marcel_barrierattr_setmode(&a, MARCEL_BARRIER_YIELD_MODE), 0);
+	marcel_barrier_t b;
+	ck_assert_int_eq(marcel_barrier_init(&b, &a, 3), 0);
+	ma_test_capture_begin(&cap);
+	int e_b1 = marcel_barrier_wait(&b);
+	int e_b2 = marcel_barrier_wait(&b);
+	ma_test_capture_end(&cap, msg, sizeof(msg));
+	ck_assert_int_eq(e_b1, EPERM);
+	ck_assert_int_eq(e_b2, EPERM);
+	ck_assert_int_eq(marcel_barrier_destroy(&b), 0);
+	ck_assert_msg(lines(msg) == 1 && strstr(msg, "marcel: marcel_barrier_wait: " NOT_RUNNING) &&
+			      strstr(msg, "carriers failed on purpose"),
+		      "got:\n%s", msg);
+
+	ma_test_init();
+	marcel_end();
+}
+END_TEST
+
+/* tests/marcel-program.c, a Marcel program that never checks marcel_init, given a value
+ * marcel_init refuses: it ends (it waited at its barrier for ever), with its failure
+ * status, and the refused calls said why once. */
+START_TEST(test_failed_init_marcel_program)
+{
+	int status;
+	char *out = ma_test_run_capture("MARCEL_HWPRIO=bogus timeout 60 " MA_TESTS_DIR "/marcel-program 2>&1", &status);
+	ck_assert_msg(WIFEXITED(status), "marcel-program did not exit (status %#x):\n%s", status, out);
+	int code = WEXITSTATUS(status);
+	ck_assert_msg(code != 0 && code != 124 && code != 127, "marcel-program exited with %d:\n%s", code, out);
+	ck_assert_msg(strstr(out, "MARCEL_HWPRIO='bogus'"), "marcel_init did not say why:\n%s", out);
+	ck_assert_msg(occurrences(out, NOT_RUNNING) == 1, "expected one line saying why calls fail:\n%s", out);
+	free(out);
+}
+END_TEST
+
+static void populate_failed_init(TCase *tc)
+{
+	tcase_add_test(tc, test_failed_init_idiom);
+	tcase_add_test(tc, test_failed_init_each_failure_said);
+	tcase_add_test(tc, test_failed_init_marcel_program);
+}
+
 static void populate_diag(TCase *tc)
 {
 	tcase_add_test(tc, test_print_threads_names_unstarted);
@@ -532,5 +756,7 @@ int main(void)
 	ma_test_add_both(s, "end_disabled_vp", populate_end, 60);
 	ma_test_add_both(s, "root_bubble_wake", populate_bubbles, 120);
 	ma_test_add_both(s, "diagnostics", populate_diag, 60);
+	/* No topology of its own to test: the runtime is not running. */
+	ma_test_add_one(s, "failed_init", ma_test_setup_real, populate_failed_init, 90);
 	return ma_test_run(s);
 }

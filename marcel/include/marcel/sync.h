@@ -8,6 +8,13 @@
  * its worker to other threads; before blocking it may spin briefly (see `MARCEL_SPIN`
  * in the README and marcel_spin_notify_set()).
  *
+ * After a failed marcel_init(), until one succeeds, a wait without a deadline that would
+ * block (marcel_barrier_wait(), marcel_cond_wait(), marcel_sem_wait(), marcel_sem_P())
+ * returns EPERM at once instead, leaving its object as it was: no marcel thread exists
+ * that could end it, and a program that did not check marcel_init() would wait for ever.
+ * Mutexes (their holder exists and runs) and timed waits (they end by themselves) are
+ * unchanged. See marcel_init().
+ *
  * Unless stated otherwise, functions return 0 or a POSIX error code (they do not set
  * `errno`). Objects are process-private: asking for `PSHARED` gives ENOTSUP. Timeouts
  * are absolute `struct timespec` values on the clock the object uses (CLOCK_REALTIME by
@@ -169,7 +176,8 @@ int marcel_cond_init(marcel_cond_t *c, const marcel_condattr_t *attr);
 int marcel_cond_destroy(marcel_cond_t *c);
 /** Atomically releases @p m and waits for a signal, then relocks @p m. Spurious wake-ups
  * are possible, as in POSIX: wait in a loop on your predicate.
- * @return 0; EPERM if the caller does not hold @p m; EINVAL for NULL arguments. */
+ * @return 0; EPERM if the caller does not hold @p m, or, with @p m still held, after a
+ * failed marcel_init() (see the top of this file); EINVAL for NULL arguments. */
 int marcel_cond_wait(marcel_cond_t *c, marcel_mutex_t *m);
 /** marcel_cond_wait() with a deadline on the cond's clock.
  * @return as marcel_cond_wait(); ETIMEDOUT (with @p m held again); EINVAL for a bad
@@ -204,7 +212,9 @@ typedef struct {
 int marcel_sem_init(marcel_sem_t *s, int initial);
 /** Destroys @p s. @return 0; EBUSY if threads are blocked on it. */
 int marcel_sem_destroy(marcel_sem_t *s);
-/** Takes one unit, waiting while the count is 0. */
+/** Takes one unit, waiting while the count is 0. After a failed marcel_init() it does
+ * not wait (see the top of this file): with the count at 0 it returns without a unit and
+ * sets `errno` to EPERM. */
 void marcel_sem_P(marcel_sem_t *s);
 /** Gives one unit back, waking a waiter if any. */
 void marcel_sem_V(marcel_sem_t *s);
@@ -217,7 +227,8 @@ int marcel_sem_timed_P(marcel_sem_t *s, unsigned long timeout_ms);
 /** POSIX-like init. @return 0, or -1 with `errno` EINVAL (bad @p s or @p value above
  * ::MARCEL_SEM_VALUE_MAX) or ENOTSUP (@p pshared non-zero). */
 int marcel_sem_posix_init(marcel_sem_t *s, int pshared, unsigned value);
-/** Waits for a unit. @return 0, or -1 with `errno` EINVAL. */
+/** Waits for a unit. @return 0, or -1 with `errno` EINVAL, or with `errno` EPERM and no
+ * unit taken after a failed marcel_init() (see the top of this file). */
 int marcel_sem_wait(marcel_sem_t *s);
 /** Takes a unit if available. @return 0, or -1 with `errno` EAGAIN (none) or EINVAL. */
 int marcel_sem_trywait(marcel_sem_t *s);
@@ -310,7 +321,9 @@ int marcel_barrier_init(marcel_barrier_t *b, const marcel_barrierattr_t *attr, u
 /** Destroys @p b. @return 0; EBUSY if a round is in progress (it stays usable). */
 int marcel_barrier_destroy(marcel_barrier_t *b);
 /** Waits until @p count threads have called it in this round.
- * @return ::MARCEL_BARRIER_SERIAL_THREAD to one of them, 0 to the others; EINVAL if NULL. */
+ * @return ::MARCEL_BARRIER_SERIAL_THREAD to one of them, 0 to the others; EINVAL if NULL;
+ * EPERM, without arriving, for a caller that would wait after a failed marcel_init() (see
+ * the top of this file). */
 int marcel_barrier_wait(marcel_barrier_t *b);
 /** Changes the number of threads per round, from the next round on (or this one, if
  * fewer have arrived). @return 0; EINVAL if @p count is 0 or not above the number that

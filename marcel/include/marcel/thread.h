@@ -29,6 +29,17 @@ extern "C" {
  * it, the value and what is accepted, and returns EINVAL; EBUSY if the runtime is already
  * running; ENOENT for a missing topology file; ENOMEM/EAGAIN if memory or kernel threads
  * ran out. On error nothing is left running and marcel_init() may be called again.
+ *
+ * A program that goes on after a failure anyway (PM2's Marcel's marcel_init() returned
+ * nothing, so Marcel programs never check it) is told, not left to hang: until a
+ * marcel_init() succeeds, the calls that need the runtime fail (EPERM for most, see each),
+ * marcel_join() fails (ESRCH: no thread exists), and so do the waits without a deadline
+ * that would block (marcel_barrier_wait(), marcel_cond_wait(), marcel_sem_wait(),
+ * marcel_sem_P(): EPERM): no marcel thread exists that could end them. The first of those waits and thread calls
+ * refused after each failure prints one line to stderr naming itself and what failed
+ * (later ones print nothing, so a program retrying in a loop is not flooded). Calls that
+ * need not wait (a free mutex, a semaphore with units, the last arrival at a barrier) and
+ * timed waits work as before, and marcel_end() does nothing.
  */
 int marcel_init(int *argc, char **argv);
 
@@ -82,7 +93,8 @@ void marcel_end(void);
  * @param func the thread's body.
  * @param arg passed to @p func.
  * @return 0; EINVAL if @p func is NULL, @p attr is not initialised or its vpset names no
- * existing VP; EPERM if the runtime is not running; EAGAIN if memory ran out.
+ * existing VP; EPERM if the runtime is not running (after a failed marcel_init(), see
+ * there); EAGAIN if memory ran out. On error @p *pid is not written.
  */
 int marcel_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg);
 
@@ -98,7 +110,8 @@ int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t 
 
 /** Makes a thread created with marcel_create_dontsched() ready.
  * @return 0; ESRCH if @p t is NULL or no longer exists; EINVAL if it was not created
- * with marcel_create_dontsched() or was already woken. */
+ * with marcel_create_dontsched() or was already woken. ESRCH too while the runtime is
+ * not running: no thread exists then (see marcel_init()). */
 int marcel_wake_up_created_thread(marcel_t t);
 
 /**
@@ -108,7 +121,9 @@ int marcel_wake_up_created_thread(marcel_t t);
  * @param status receives the thread's result (its return value or marcel_exit()
  *        argument, ::MARCEL_CANCELED if it was canceled); may be NULL.
  * @return 0; EDEADLK if @p t is the caller; EINVAL if @p t is detached or another thread
- * is already joining it; ESRCH if @p t is NULL or was already joined.
+ * is already joining it; ESRCH if @p t is NULL or was already joined, and at once while
+ * the runtime is not running: no thread exists then, whatever @p t holds (after a failed
+ * marcel_init(), the handle an unchecked marcel_create() never wrote; see marcel_init()).
  * May also be called from a kernel thread that is not a marcel thread: it then blocks in
  * the kernel.
  */
@@ -116,7 +131,8 @@ int marcel_join(marcel_t t, any_t *status);
 
 /** Detaches @p t: it will be reclaimed when it ends and cannot be joined.
  * @return 0; EINVAL if @p t is already detached or being joined; ESRCH if @p t is NULL
- * or was already joined. */
+ * or was already joined, and while the runtime is not running: no thread exists then
+ * (see marcel_init()). */
 int marcel_detach(marcel_t t);
 
 /** Ends the calling thread with result @p retval, after running its cleanup handlers
