@@ -3,7 +3,8 @@
  * pinned pthreads, the marcel port with bubbles, OpenMP) print bit-identical checksums,
  * whatever the thread count, the bubble strategy or the topology, and that checksum is
  * the one a plain sequential computation gives. Bad options exit with status 2, naming
- * the option.
+ * the option. The marcel variant reports what hwprio did (MARCEL_HWPRIO, --report) in
+ * the shape its usage gives, with sane values, and the same checksum.
  *
  * The examples are separate programs, run by path (MA_EXAMPLES_DIR) through popen; the
  * runtime is never started in this process.
@@ -187,6 +188,169 @@ START_TEST(test_imbalance)
 }
 END_TEST
 
+/* ---- conduction/marcel's report: what hwprio did. */
+
+/* On two synthetic SMT cores (4 VPs), 4 stripes: iterations of about a millisecond here,
+ * long enough for hwprio to measure many of them (shorter rounds merge). */
+#define HW_ENV "MARCEL_HWPRIO=none MARCEL_TOPOLOGY='core:2 pu:2' MARCEL_SMT=1"
+#define HW_ARGS "--size 1024x512 --iters 40 --threads 4 --imbalance"
+#define HW_N 1024
+#define HW_ITERS 40
+#define HW_STRIPES 4
+#define HW_VPS 4
+#define HW_BAND ((HW_N - 2) / 8)
+
+/* What a run printed, after the size line and before the checksum. */
+struct report {
+	int legend, niters, nstripes, hwprio_lines;
+	int levels_seen, nonzero_level;
+	double imbalance;
+	unsigned measured, changes;
+	char checksum[17];
+	int nlines;
+};
+
+/* Reads "iter T MS ms  H:C/W ... [levels L ...]": the iterations in order, every stripe's
+ * rows in the band (they hold the whole band, which starts in the first stripe and ends
+ * in the last), its fractions in [0, 1] with compute + wait <= 1, every VP's level in
+ * -2..+2. */
+static void parse_iter(const char *line, int hwprio, struct report *rep)
+{
+	long t, hot;
+	double ms, c, w;
+	int used;
+	ck_assert_msg(sscanf(line, "iter %ld %lf ms%n", &t, &ms, &used) == 2 && t == rep->niters && ms >= 0,
+		      "iteration %d: bad line '%s'", rep->niters, line);
+	rep->niters++;
+	line += used;
+	long band = 0;
+	for (int s = 0; s < HW_STRIPES; s++) {
+		ck_assert_msg(sscanf(line, " %ld:%lf/%lf%n", &hot, &c, &w, &used) == 3,
+			      "iteration %ld: stripe %d missing in '%s'", t, s, line);
+		line += used;
+		/* Three decimals each: the sum may exceed 1 by two roundings. */
+		ck_assert_msg(c >= 0 && c <= 1 && w >= 0 && w <= 1 && c + w <= 1.0011,
+			      "iteration %ld, stripe %d: compute %g, wait %g", t, s, c, w);
+		ck_assert_msg(hot >= 0 && hot <= HW_BAND, "iteration %ld, stripe %d: %ld rows in the band", t, s, hot);
+		if ((t == 0 && s == 0) || (t == HW_ITERS - 1 && s == HW_STRIPES - 1))
+			ck_assert_msg(hot == HW_BAND, "iteration %ld: the band is not all in stripe %d (%ld rows)", t, s, hot);
+		band += hot;
+	}
+	ck_assert_msg(band == HW_BAND, "iteration %ld: %ld rows in the band, not %d", t, band, HW_BAND);
+	if (!hwprio) {
+		ck_assert_msg(*line == 0, "iteration %ld: '%s' after the stripes, hwprio off", t, line);
+		return;
+	}
+	ck_assert_msg(strncmp(line, "  levels", 8) == 0, "iteration %ld: no levels: '%s'", t, line);
+	line += 8;
+	for (int v = 0; v < HW_VPS; v++) {
+		int l;
+		ck_assert_msg(sscanf(line, " %d%n", &l, &used) == 1, "iteration %ld: VP %d's level missing", t, v);
+		line += used;
+		ck_assert_msg(l >= -2 && l <= 2, "iteration %ld: VP %d at level %d", t, v, l);
+		rep->nonzero_level |= l != 0;
+	}
+	ck_assert_msg(*line == 0, "iteration %ld: more than %d levels: '%s'", t, HW_VPS, line);
+	rep->levels_seen++;
+}
+
+/* Reads "stripe S: compute X s (P%), wait Y s (Q%)[; compute A% in the first 2 iterations,
+ * B% in the last N]": the stripes in order, the parts of the time in [0, 100]. */
+static void parse_stripe(const char *line, int hwprio, struct report *rep)
+{
+	int s, used = 0, first, last;
+	double c, cp, w, wp, early, late;
+	ck_assert_msg(sscanf(line, "stripe %d: compute %lf s (%lf%%), wait %lf s (%lf%%)%n", &s, &c, &cp, &w, &wp,
+			     &used) == 5 && s == rep->nstripes,
+		      "summary line %d: '%s'", rep->nstripes, line);
+	rep->nstripes++;
+	ck_assert_msg(c >= 0 && w >= 0 && cp >= 0 && wp >= 0 && cp + wp <= 100.11, "stripe %d: '%s'", s, line);
+	line += used;
+	if (!hwprio) {
+		ck_assert_msg(*line == 0, "stripe %d: '%s' after the totals, hwprio off", s, line);
+		return;
+	}
+	ck_assert_msg(sscanf(line, "; compute %lf%% in the first %d iterations, %lf%% in the last %d%n", &early, &first,
+			     &late, &last, &used) == 4 && line[used] == 0,
+		      "stripe %d: no utilisation before and after hwprio: '%s'", s, line);
+	ck_assert_msg(first == 2 && last == HW_ITERS - HW_ITERS / 2, "stripe %d: the first %d, the last %d iterations", s,
+		      first, last);
+	ck_assert_msg(early >= 0 && early <= 100.05 && late >= 0 && late <= 100.05, "stripe %d: %g%% then %g%%", s,
+		      early, late);
+}
+
+/* Runs conduction/marcel (env, args) and reads its report, asserting its shape: a line per
+ * iteration with --report (lines), then the totals, with hwprio's parts when it is on;
+ * neither: no report at all. */
+static void report_run(const char *env, const char *args, int hwprio, int lines, struct report *rep)
+{
+	int st;
+	char *out = run(env, "marcel", args, &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s marcel %s: status %#x:\n%s", env, args, st, out);
+	memset(rep, 0, sizeof(*rep));
+	for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"), rep->nlines++) {
+		unsigned a, b;
+		if (rep->nlines == 0)
+			ck_assert_msg(strncmp(line, "conduction/marcel: 2D ", 22) == 0, "first line '%s'", line);
+		else if (strncmp(line, "# iteration", 11) == 0)
+			rep->legend++;
+		else if (strncmp(line, "iter ", 5) == 0)
+			parse_iter(line, hwprio, rep);
+		else if (strncmp(line, "stripe ", 7) == 0)
+			parse_stripe(line, hwprio, rep);
+		else if (strncmp(line, "imbalance ", 10) == 0)
+			ck_assert_msg(sscanf(line, "imbalance %lf", &rep->imbalance) == 1 && rep->imbalance >= 1.0,
+				      "'%s'", line);
+		else if (sscanf(line, "hwprio: %u iterations measured, levels changed after %u", &a, &b) == 2) {
+			rep->measured = a;
+			rep->changes = b;
+			rep->hwprio_lines++;
+		} else if (strncmp(line, "checksum ", 9) == 0 && strspn(line + 9, "0123456789abcdef") == 16)
+			memcpy(rep->checksum, line + 9, 17);
+		else
+			ck_assert_msg(strncmp(line, "time ", 5) == 0, "%s marcel %s: unexpected line '%s'", env, args, line);
+	}
+	free(out);
+	ck_assert_msg(rep->legend == lines && rep->niters == (lines ? HW_ITERS : 0) &&
+			      rep->levels_seen == (lines && hwprio ? HW_ITERS : 0),
+		      "%s marcel %s: %d legends, %d iteration lines, %d with levels", env, args, rep->legend,
+		      rep->niters, rep->levels_seen);
+	int totals = hwprio || lines;
+	ck_assert_msg(rep->nstripes == (totals ? HW_STRIPES : 0) && (rep->imbalance >= 1.0) == totals &&
+			      rep->hwprio_lines == hwprio,
+		      "%s marcel %s: %d stripes in the totals, imbalance %g, %d hwprio lines", env, args, rep->nstripes,
+		      rep->imbalance, rep->hwprio_lines);
+	ck_assert_msg(rep->checksum[0] != 0, "%s marcel %s: no checksum", env, args);
+	if (!hwprio)
+		return;
+	/* Rounds of the barrier: the initialisation's and one per iteration, some merged. */
+	ck_assert_msg(rep->measured > 0 && rep->measured <= HW_ITERS + 1 && rep->changes <= rep->measured,
+		      "hwprio measured %u iterations of %d and changed levels after %u", rep->measured, HW_ITERS + 1,
+		      rep->changes);
+	ck_assert_msg(!rep->nonzero_level || rep->changes > 0, "levels other than 0 shown, but hwprio changed none");
+}
+
+START_TEST(test_hwprio_report)
+{
+	char ref[17];
+	struct report rep;
+	checksum("", "simple", HW_ARGS, ref);
+	/* hwprio off: the output is what it always was, the checksum too. */
+	report_run("", HW_ARGS, 0, 0, &rep);
+	ck_assert_msg(rep.nlines == 3, "hwprio off: %d lines", rep.nlines);
+	ck_assert_str_eq(rep.checksum, ref);
+	/* hwprio on (backend none: it decides, changes nothing): the totals; with --report, a
+	 * line per iteration; measuring changes nothing in the result. */
+	report_run(HW_ENV, HW_ARGS, 1, 0, &rep);
+	ck_assert_str_eq(rep.checksum, ref);
+	report_run(HW_ENV, HW_ARGS " --report", 1, 1, &rep);
+	ck_assert_str_eq(rep.checksum, ref);
+	/* --report without hwprio: the fractions, no levels, no hwprio lines. */
+	report_run("MARCEL_TOPOLOGY='core:2 pu:2' MARCEL_SMT=1", HW_ARGS " --report", 0, 1, &rep);
+	ck_assert_str_eq(rep.checksum, ref);
+}
+END_TEST
+
 /* A bad command line: status 2 and a message naming the culprit, from every variant. */
 static void expect_usage_error(const char *variant, const char *args, const char *named)
 {
@@ -206,6 +370,10 @@ START_TEST(test_bad_options)
 	expect_usage_error("marcel", "--size 2", "'--size'");
 	expect_usage_error("marcel", "--size 8x8x8", "--3d");
 	expect_usage_error("marcel", "--iters 1e3", "'--iters'");
+	/* Only the marcel variant reports; the others say so. */
+	for (int v = 0; v < NVARIANTS; v++)
+		if (strcmp(variants[v], "marcel") != 0)
+			expect_usage_error(variants[v], "--size 96 --report", "'--report'");
 	/* marcel_init names a bad runtime option itself (no usage); still a usage error. */
 	char *out = ma_example_run_expect("", DIR "marcel", "--marcel-nvp zero", 30, 2);
 	ck_assert_msg(strstr(out, "--marcel-nvp") != NULL, "marcel --marcel-nvp zero: not named:\n%s", out);
@@ -213,16 +381,26 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
+/* hwprio's variables, which ma_example_clean_env leaves: a run without them has it off. */
+static void clean_hwprio_env(void)
+{
+	unsetenv("MARCEL_HWPRIO");
+	unsetenv("MARCEL_HWPRIO_POLICY");
+	unsetenv("MARCEL_SMT");
+}
+
 int main(void)
 {
 	Suite *s = suite_create("conduction");
 	TCase *tc = tcase_create("examples");
 	tcase_add_checked_fixture(tc, ma_example_clean_env, NULL);
+	tcase_add_checked_fixture(tc, clean_hwprio_env, NULL);
 	tcase_add_test(tc, test_reference);
 	tcase_add_test(tc, test_variants_agree);
 	tcase_add_test(tc, test_variants_agree_3d);
 	tcase_add_test(tc, test_strategies);
 	tcase_add_test(tc, test_imbalance);
+	tcase_add_test(tc, test_hwprio_report);
 	tcase_add_test(tc, test_bad_options);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -18,6 +18,9 @@ static inline void ma_example_clean_env(void)
 	unsetenv("MARCEL_BUBBLE_SCHEDULER");
 	unsetenv("MARCEL_NVP");
 	unsetenv("OMP_NUM_THREADS");
+	unsetenv("MARCEL_HWPRIO");
+	unsetenv("MARCEL_HWPRIO_POLICY");
+	unsetenv("MARCEL_SMT");
 }
 
 /* Runs "env path args" with stderr merged into stdout; returns the output (to free) and

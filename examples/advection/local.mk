@@ -18,7 +18,9 @@ advection_fixed_SOURCES = conduction/fixed.c $(advection_common)
 advection_fixed_CPPFLAGS = $(HWLOC_CFLAGS)
 advection_fixed_CFLAGS = $(conduction_cflags)
 advection_fixed_LDADD = $(HWLOC_LIBS)
-advection_marcel_SOURCES = conduction/marcel.c $(advection_common)
+# The marcel port reports what hwprio did, as conduction's does.
+advection_marcel_SOURCES = conduction/marcel.c conduction/marcel_report.c metbench/report.c metbench/report.h \
+	$(advection_common)
 advection_marcel_CFLAGS = $(conduction_cflags)
 if HAVE_OPENMP
 nobase_pkglibexec_PROGRAMS += advection/openmp

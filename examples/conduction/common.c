@@ -1,6 +1,7 @@
 /*
  * The command line, the grid and the report shared by every stencil variant
- * (conduction.h); the arithmetic is the kernel's (conduction/kernel.c, advection/kernel.c).
+ * (conduction.h); the arithmetic is the kernel's (conduction/kernel.c, advection/kernel.c),
+ * and what a runtime adds to the report its reporter's (conduction/marcel_report.c).
  * No thread call here: this file is linked into the pthread, marcel and OpenMP programs
  * alike.
  */
@@ -29,8 +30,9 @@ static const char *threads_help = "threads, one stripe each (default: the proces
 
 static void usage(FILE *f, const char *prog)
 {
+	int reports = cond_reporter() != NULL;
 	fprintf(f,
-		"usage: %s [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]\n"
+		"usage: %s [--size N|NxM|NxMxK] [--iters T] [--threads P] [--3d] [--imbalance]%s\n"
 		"  --size       grid points per axis (default %d, or %d with --3d); N alone means\n"
 		"               N along every axis; each at least 3\n"
 		"  --iters      iterations (default %d)\n"
@@ -38,7 +40,14 @@ static void usage(FILE *f, const char *prog)
 		"  --3d         a 3D grid, N x M x K, instead of N x M\n"
 		"  --imbalance  a band of rows (an eighth of the grid) costs 8 times more to\n"
 		"               compute, and moves across the grid once during the run\n",
-		prog, DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS, threads_help);
+		prog, reports ? " [--report]" : "", DEFAULT_SIZE2, DEFAULT_SIZE3, DEFAULT_ITERS, threads_help);
+	if (reports)
+		fputs("  --report     after the run, a line per iteration: its time and, per stripe, its rows\n"
+		      "               in the band and its compute and wait fractions (with MARCEL_HWPRIO\n"
+		      "               set, each VP's hardware-priority level too); then per stripe totals.\n"
+		      "               With MARCEL_HWPRIO set, the totals come without --report too, with\n"
+		      "               the compute fractions over the first two iterations and the last half\n",
+		      f);
 }
 
 /* Prints "prog: <message>" and the usage on stderr; exits with status 2, as for any
@@ -101,6 +110,13 @@ void cond_parse_named(struct cond_run *r, int argc, char **argv, const char *pro
 		}
 		if (strcmp(opt, "--imbalance") == 0) {
 			r->imbalance = 1;
+			continue;
+		}
+		if (strcmp(opt, "--report") == 0) {
+			if (cond_reporter() == NULL)
+				bad_option(prog, "option '--report': %s has no report (conduction/marcel has one)",
+					   prog);
+			r->report = 1;
 			continue;
 		}
 		if (strcmp(opt, "--size") != 0 && strcmp(opt, "--iters") != 0 &&
@@ -187,6 +203,22 @@ void cond_alloc(struct cond_run *r)
 			exit(1);
 		}
 	}
+	const struct cond_reporter *reporter = cond_reporter();
+	if (reporter == NULL || !reporter->start(r))
+		return;
+	/* Whole cache lines: each stripe writes its array while the others write theirs. */
+	size_t bytes = ((size_t)r->iters + 1) * sizeof(struct cond_times);
+	bytes = (bytes + 63) / 64 * 64;
+	r->times = cond_calloc(r, (size_t)r->nthreads, sizeof(*r->times));
+	for (int s = 0; s < r->nthreads; s++) {
+		r->times[s] = aligned_alloc(64, bytes);
+		if (r->times[s] == NULL) {
+			fprintf(stderr, "%s: out of memory for the stripes' times (%zu MiB each, for %ld "
+				"iterations): fewer --iters, or run without the report\n", r->prog, bytes >> 20, r->iters);
+			exit(1);
+		}
+		memset(r->times[s], 0, bytes);
+	}
 }
 
 void cond_free(struct cond_run *r)
@@ -194,6 +226,13 @@ void cond_free(struct cond_run *r)
 	free(r->buf[0]);
 	free(r->buf[1]);
 	r->buf[0] = r->buf[1] = NULL;
+	if (r->times == NULL)
+		return;
+	for (int s = 0; s < r->nthreads; s++)
+		free(r->times[s]);
+	free(r->times);
+	r->times = NULL;
+	cond_reporter()->stop();
 }
 
 void cond_stripe_rows(const struct cond_run *r, int s, long *lo, long *hi)
@@ -212,15 +251,59 @@ void cond_init_stripe(const struct cond_run *r, int s)
 				size_t at = ((size_t)i * r->m + j) * r->k + l;
 				r->buf[0][at] = r->buf[1][at] = cond_initial(r, i, j, l);
 			}
+	if (r->times)
+		r->times[s][0].end = cond_now();
+}
+
+/* The band's rows at iteration t, [*first, *end) in this run's numbering. */
+static void hot_band(const struct cond_run *r, long t, long *first, long *end)
+{
+	long n = r->grid_n ? r->grid_n : r->n;
+	long width = (n - 2) / 8 > 0 ? (n - 2) / 8 : 1;
+	*first = 1 + t * (n - 2 - width) / (r->iters > 1 ? r->iters - 1 : 1) - r->row0;
+	*end = *first + width;
 }
 
 int cond_hot_row(const struct cond_run *r, long i, long t)
 {
-	long n = r->grid_n ? r->grid_n : r->n;
-	long width = (n - 2) / 8 > 0 ? (n - 2) / 8 : 1;
-	long first = 1 + t * (n - 2 - width) / (r->iters > 1 ? r->iters - 1 : 1);
-	i += r->row0;
-	return i >= first && i < first + width;
+	long first, end;
+	hot_band(r, t, &first, &end);
+	return i >= first && i < end;
+}
+
+long cond_hot_rows(const struct cond_run *r, int s, long t)
+{
+	if (!r->imbalance)
+		return 0;
+	long lo, hi, first, end;
+	cond_stripe_rows(r, s, &lo, &hi);
+	hot_band(r, t, &first, &end);
+	/* Of the stripe's rows, cond_step computes the interior ones. */
+	lo = lo > 1 ? lo : 1;
+	hi = hi < r->n - 1 ? hi : r->n - 1;
+	lo = lo > first ? lo : first;
+	hi = hi < end ? hi : end;
+	return hi > lo ? hi - lo : 0;
+}
+
+void cond_stripe_step(const struct cond_run *r, int s, long t)
+{
+	if (r->times == NULL) {
+		cond_step(r, s, t);
+		return;
+	}
+	struct cond_times *at = &r->times[s][t + 1];
+	at->start = cond_now();
+	cond_step(r, s, t);
+	at->end = cond_now();
+	if (s == 0)
+		cond_reporter()->iteration(r, t);
+}
+
+/* The programs that link no reporter get this one. */
+__attribute__((weak)) const struct cond_reporter *cond_reporter(void)
+{
+	return NULL;
 }
 
 void cond_report(const struct cond_run *r, double seconds)
@@ -243,6 +326,8 @@ void cond_report(const struct cond_run *r, double seconds)
 		printf("%s: 3D %ldx%ldx%ld, %ld iteration%s, %d thread%s%s\n", r->prog, r->n, r->m, r->k,
 		       r->iters, r->iters == 1 ? "" : "s", r->nthreads, r->nthreads > 1 ? "s" : "",
 		       r->imbalance ? ", imbalanced" : "");
+	if (r->times)
+		cond_reporter()->print(r);
 	printf("checksum %016" PRIx64 "\n", h);
 	printf("time %.3f s\n", seconds);
 }

@@ -25,7 +25,18 @@ struct cond_run {
 	int imbalance;     /* --imbalance: a moving band of rows costs HOT_COST times more */
 	long row0;         /* the whole grid's row of row 0 here (an MPI rank's slab), else 0 */
 	long grid_n;       /* rows of the whole grid, 0: n (the band moves over the whole grid) */
+	int report;        /* --report: a line per iteration (programs with a reporter only) */
+	/* When the stripes are timed (cond_alloc asked the reporter), stripe s's readings:
+	 * times[s][0].end the end of its initialisation, times[s][t + 1] its iteration t.
+	 * Else NULL. */
+	struct cond_times **times;
 	double *buf[2];
+};
+
+/* Monotonic clock readings around one stripe's work, in seconds (cond_now). Each stripe
+ * writes only its own array, which starts on a cache line and ends on one. */
+struct cond_times {
+	double start, end;
 };
 
 /* The stencil's name ("conduction", "advection"), defined by its kernel: programs are
@@ -44,7 +55,9 @@ void cond_parse_named(struct cond_run *r, int argc, char **argv, const char *pro
 		      const char *threads_help);
 
 /* Allocates both buffers without touching them: each stripe's thread touches its own rows
- * first (cond_init_stripe), so on a NUMA machine they live near that thread. */
+ * first (cond_init_stripe), so on a NUMA machine they live near that thread. Then, if the
+ * program has a reporter and it wants the stripes timed, their times (16 bytes per
+ * stripe and iteration). */
 void cond_alloc(struct cond_run *r);
 void cond_free(struct cond_run *r);
 
@@ -60,6 +73,10 @@ void cond_init_stripe(const struct cond_run *r, int s);
  * rows costlier. */
 int cond_hot_row(const struct cond_run *r, long i, long t);
 
+/* How many of the rows stripe @p s computes are in the band at iteration @p t (0 without
+ * --imbalance). */
+long cond_hot_rows(const struct cond_run *r, int s, long t);
+
 /* The kernel (conduction/kernel.c or advection/kernel.c). */
 /* The initial value of cell (i, j, l) (l = 0 in 2D); boundary cells keep it. */
 double cond_initial(const struct cond_run *r, long i, long j, long l);
@@ -67,8 +84,34 @@ double cond_initial(const struct cond_run *r, long i, long j, long l);
 /* Computes iteration @p t on stripe @p s. */
 void cond_step(const struct cond_run *r, int s, long t);
 
+/* What the variants call: cond_step(), between two clock readings (r->times) when the
+ * stripes are timed; then, on stripe 0, the reporter's per-iteration sample. simple.c
+ * calls it too, although it never reports: marcel.c stays simple.c plus the port, the
+ * diff doc/porting.md shows. */
+void cond_stripe_step(const struct cond_run *r, int s, long t);
+
+/* What a program's runtime adds to the report. conduction/marcel links
+ * conduction/marcel_report.c, whose reporter times the stripes with MARCEL_HWPRIO set or
+ * --report and prints their fractions and hwprio's levels; the other programs link none. */
+struct cond_reporter {
+	/* cond_alloc, after cond_parse: whether to time the stripes. Only then are the other
+	 * hooks called. */
+	int (*start)(const struct cond_run *r);
+	/* Stripe 0, as its computation of iteration @p t ends: no lock, no allocation. */
+	void (*iteration)(const struct cond_run *r, long t);
+	/* cond_report, after the run, between its first line and the checksum. */
+	void (*print)(const struct cond_run *r);
+	/* cond_free: frees what start allocated. */
+	void (*stop)(void);
+};
+
+/* This program's reporter, or NULL: common.c's definition is weak, and a program that
+ * links a reporter replaces it. */
+const struct cond_reporter *cond_reporter(void);
+
 /* Prints the size, the checksum of the final grid (a fixed-order reduction of its bit
- * patterns) and @p seconds. */
+ * patterns) and @p seconds; when the stripes were timed, the reporter's report between
+ * the size and the checksum. */
 void cond_report(const struct cond_run *r, double seconds);
 
 /* Monotonic clock, in seconds. */

@@ -29,7 +29,7 @@ static void *stripe_thread(void *arg)
 	/* Neighbours read this stripe's edge rows from the first iteration on. */
 	barrier_wait();
 	for (long t = 0; t < run.iters; t++) {
-		cond_step(&run, s, t);
+		cond_stripe_step(&run, s, t);
 		barrier_wait();
 	}
 	return NULL;

@@ -14,7 +14,8 @@
  * computation, is the time the worker waited for a processor.
  * With MARCEL_HWPRIO set, each iteration's line ends with the VPs' hardware-priority
  * levels, and the summary compares each worker's compute fraction over the first two
- * iterations (before hwprio decides) with the last half.
+ * iterations (before hwprio decides) with the last half. report.c prints all this, for
+ * conduction/marcel too.
  * Usage: metbench [--workers N] [--loads L1,L2,...] [--unit TRIPS] [--iters T] [--swap K]
  *                 [--bubble] [--bind] [--quiet|--summary]
  */
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <marcel.h>
 #include "metbench.h"
+#include "report.h"
 
 /* What a worker tells the master about the current iteration: written before `done`,
  * read after it. A cache line each, as the workers write theirs at the same time. */
@@ -104,55 +106,23 @@ static void start_workers(marcel_t *tids, marcel_bubble_t *bubble)
 	}
 }
 
-/* Totals over the iterations. */
-struct totals {
-	double *compute, *wait;
-	double time;
-	uint64_t checksum;
-	int hwprio;              /* MARCEL_HWPRIO is on */
-	double *early, *late;    /* compute fraction summed over the first two, the last half */
-	double early_n, late_n;
-};
-
-/* Runs iteration @p t from the master's side and accounts for it. */
-static void iteration(long t, struct totals *tot)
+/* Runs iteration @p t from the master's side and accounts for it: @p s and @p levels are
+ * room for a sample per worker and a level per VP. */
+static void iteration(long t, struct mb_report *rep, struct mb_sample *s, signed char *levels, uint64_t *checksum)
 {
 	double t0 = mb_now();
 	barrier(&go);
 	barrier(&done);
-	double t1 = mb_now(), span = t1 - t0;
-	tot->time += span;
-	if (!cfg.quiet)
-		printf("iter %ld %.3f ms", t, span * 1e3);
+	double t1 = mb_now();
 	for (long w = 0; w < cfg.workers; w++) {
 		const struct report *r = &reports[w];
-		double compute = r->end - r->start, wait = t1 - r->end;
-		tot->compute[w] += compute;
-		tot->wait[w] += wait;
+		s[w] = (struct mb_sample){ .load = mb_load(&cfg, w, t), .compute = r->end - r->start, .wait = t1 - r->end };
 		/* In worker order, whoever finished first: the checksum depends on the results only. */
-		tot->checksum = mb_fold(tot->checksum, r->result);
-		if (!cfg.quiet)
-			printf("  %ld:%.3f/%.3f", mb_load(&cfg, w, t), span > 0 ? compute / span : 0.0,
-			       span > 0 ? wait / span : 0.0);
-		if (tot->hwprio && span > 0) {
-			if (t < 2)
-				tot->early[w] += compute / span;
-			if (t >= cfg.iters / 2)
-				tot->late[w] += compute / span;
-		}
+		*checksum = mb_fold(*checksum, r->result);
 	}
-	tot->early_n += tot->hwprio && t < 2;
-	tot->late_n += tot->hwprio && t >= cfg.iters / 2;
-	if (!cfg.quiet && tot->hwprio) {
-		printf("  levels");
-		for (unsigned v = 0; v < marcel_nbvps(); v++) {
-			int l = 0;
-			marcel_hwprio_vp_level(v, &l);
-			printf(" %+d", l);
-		}
-	}
-	if (!cfg.quiet)
-		putchar('\n');
+	if (rep->hwprio)
+		mb_report_levels(levels);
+	mb_report_iteration(rep, t, t1 - t0, s, levels);
 }
 
 static void print_header(void)
@@ -169,31 +139,6 @@ static void print_header(void)
 		printf("# iteration, its time, then per worker load:compute/wait (fractions of the iteration)\n");
 }
 
-static void print_summary(const struct totals *tot)
-{
-	double max = 0.0, mean = 0.0, time = tot->time > 0 ? tot->time : 1.0;
-	for (long w = 0; w < cfg.workers; w++) {
-		printf("worker %ld: compute %.4f s (%.1f%%), wait %.4f s (%.1f%%)", w, tot->compute[w],
-		       100.0 * tot->compute[w] / time, tot->wait[w], 100.0 * tot->wait[w] / time);
-		if (tot->hwprio && tot->early_n > 0 && tot->late_n > 0)
-			printf("; compute %.1f%% in the first %.0f iterations, %.1f%% in the last %.0f",
-			       100.0 * tot->early[w] / tot->early_n, tot->early_n, 100.0 * tot->late[w] / tot->late_n,
-			       tot->late_n);
-		putchar('\n');
-		max = tot->compute[w] > max ? tot->compute[w] : max;
-		mean += tot->compute[w] / (double)cfg.workers;
-	}
-	/* 1 is balanced; with no work at all, nothing is out of balance either. */
-	printf("imbalance %.2f (max compute / mean compute)\n", mean > 0 ? max / mean : 1.0);
-	if (tot->hwprio) {
-		unsigned iterations = 0, changes = 0;
-		marcel_hwprio_stats(&iterations, &changes);
-		printf("hwprio: %u iterations measured, levels changed after %u\n", iterations, changes);
-	}
-	printf("checksum %016" PRIx64 "\n", tot->checksum);
-	printf("time %.3f s\n", tot->time);
-}
-
 int main(int argc, char **argv)
 {
 	int err = marcel_init(&argc, argv);
@@ -202,10 +147,11 @@ int main(int argc, char **argv)
 	mb_parse(&cfg, argc, argv);
 	reports = zalloc((size_t)cfg.workers, sizeof(*reports));
 	marcel_t *tids = zalloc((size_t)cfg.workers, sizeof(*tids));
-	struct totals tot = { zalloc((size_t)cfg.workers, sizeof(double)),
-			      zalloc((size_t)cfg.workers, sizeof(double)), 0.0, 0xcbf29ce484222325ULL,
-			      marcel_hwprio_stats(NULL, NULL) == 0, zalloc((size_t)cfg.workers, sizeof(double)),
-			      zalloc((size_t)cfg.workers, sizeof(double)), 0, 0 };
+	struct mb_report rep;
+	mb_report_init(&rep, MB_PROG, "worker", cfg.workers, cfg.iters, !cfg.quiet);
+	struct mb_sample *samples = zalloc((size_t)cfg.workers, sizeof(*samples));
+	signed char *levels = zalloc(marcel_nbvps(), sizeof(*levels));
+	uint64_t checksum = 0xcbf29ce484222325ULL;
 	marcel_bubble_t bubble;
 	check(marcel_barrier_init(&go, NULL, (unsigned)cfg.workers + 1), "marcel_barrier_init");
 	check(marcel_barrier_init(&done, NULL, (unsigned)cfg.workers + 1), "marcel_barrier_init");
@@ -213,19 +159,20 @@ int main(int argc, char **argv)
 	print_header();
 	start_workers(tids, &bubble);
 	for (long t = 0; t < cfg.iters; t++)
-		iteration(t, &tot);
+		iteration(t, &rep, samples, levels, &checksum);
 	for (long w = 0; w < cfg.workers; w++)
 		check(marcel_join(tids[w], NULL), "marcel_join");
 	if (cfg.bubble)
 		check(marcel_bubble_join(&bubble) ?: marcel_bubble_destroy(&bubble), "marcel_bubble_join/destroy");
-	print_summary(&tot);
+	mb_report_summary(&rep);
+	printf("checksum %016" PRIx64 "\n", checksum);
+	printf("time %.3f s\n", rep.time);
 
 	marcel_barrier_destroy(&go);
 	marcel_barrier_destroy(&done);
-	free(tot.compute);
-	free(tot.wait);
-	free(tot.early);
-	free(tot.late);
+	mb_report_free(&rep);
+	free(samples);
+	free(levels);
 	free(tids);
 	free(reports);
 	free(cfg.loads);
