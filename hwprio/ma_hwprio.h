@@ -17,6 +17,7 @@
 #define MA_HWPRIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define MA_HW_LEVEL_MIN (-2)
@@ -192,5 +193,39 @@ int ma_hw_policy_step(const struct ma_hw_policy_params *p, struct ma_hw_policy_s
 /* Fits levels into a backend's reach lo..hi keeping each domain's differences (the
  * raised ones stay raised by lowering the others where a backend can only lower). */
 void ma_hw_levels_fit(const struct ma_hw_slot *slot, unsigned n, int lo, int hi, int *out);
+
+/* ---- the unit: bubbles, or threads ---- */
+
+/* What worker i ran in an iteration, as a path of ids (marcel's thread ids and bubble
+ * uids, which never collide): the explicit bubbles holding the thread that ran the most
+ * on it, outermost first, then that thread; len 0: it ran nothing. A path deeper than
+ * MA_HW_UNIT_DEPTH keeps its outermost bubbles and the thread (the bubbles in between
+ * are left out). */
+#define MA_HW_UNIT_DEPTH 16
+struct ma_hw_path {
+	unsigned len;
+	uint64_t id[MA_HW_UNIT_DEPTH];
+};
+
+/* Which unit each worker is judged as (0: its own, it ran nothing). Workers that share a
+ * domain compare what tells them apart: the entry of each one's path just below the
+ * deepest part all of the domain's paths share. Two threads of one bubble on a core are
+ * compared as threads; threads of two bubbles, as those bubbles. A worker alone in its
+ * domain (or alone to have run something) is its outermost entry. */
+void ma_hw_units(const struct ma_hw_path *path, const struct ma_hw_slot *slot, unsigned n, uint64_t *unit);
+
+/* Pools the samples of the workers judged as one unit (the same nonzero unit[i]): each
+ * gets the unit's utilisation (their run and wait summed), scaled to its own time, so
+ * the policy raises or lowers a bubble's workers together, by how busy the bubble is. */
+void ma_hw_samples_pool(const struct ma_hw_sample *s, const uint64_t *unit, unsigned n, struct ma_hw_sample *out);
+
+/* A level a program set on a bubble by hand (marcel_bubble_set_hwprio). */
+struct ma_hw_pin {
+	uint64_t id;
+	int level;
+};
+/* The pin that applies to a worker that ran path: the innermost bubble of the path that
+ * has one. Its index in pin, or -1. */
+int ma_hw_pin_of(const struct ma_hw_path *path, const struct ma_hw_pin *pin, unsigned nb_pins);
 
 #endif

@@ -253,3 +253,56 @@ void ma_hw_levels_fit(const struct ma_hw_slot *slot, unsigned n, int lo, int hi,
 		out[i] = l < lo ? lo : l > hi ? hi : l;
 	}
 }
+
+void ma_hw_units(const struct ma_hw_path *path, const struct ma_hw_slot *slot, unsigned n, uint64_t *unit)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (!path[i].len) {
+			unit[i] = 0;
+			continue;
+		}
+		/* The part of the path every other worker of i's domain that ran something
+		 * shares with i's; alone, none. */
+		unsigned common = path[i].len, others = 0;
+		for (unsigned j = 0; j < n; j++) {
+			if (j == i || slot[j].domain != slot[i].domain || !path[j].len)
+				continue;
+			others++;
+			unsigned c = 0;
+			while (c < common && c < path[j].len && path[j].id[c] == path[i].id[c])
+				c++;
+			common = c;
+		}
+		if (!others)
+			common = 0;
+		/* A path that is all shared (a thread on two workers of one domain, over the
+		 * iteration): its thread. */
+		unit[i] = path[i].id[common < path[i].len ? common : path[i].len - 1];
+	}
+}
+
+void ma_hw_samples_pool(const struct ma_hw_sample *s, const uint64_t *unit, unsigned n, struct ma_hw_sample *out)
+{
+	for (unsigned i = 0; i < n; i++) {
+		double run = s[i].run, t = s[i].run + s[i].wait;
+		if (unit[i]) {
+			run = t = 0;
+			for (unsigned j = 0; j < n; j++)
+				if (unit[j] == unit[i]) {
+					run += s[j].run;
+					t += s[j].run + s[j].wait;
+				}
+		}
+		double own = s[i].run + s[i].wait, u = t > 0 ? run / t : 0;
+		out[i] = (struct ma_hw_sample){ .run = u * own, .wait = (1 - u) * own };
+	}
+}
+
+int ma_hw_pin_of(const struct ma_hw_path *path, const struct ma_hw_pin *pin, unsigned nb_pins)
+{
+	for (unsigned k = path->len; k--;)
+		for (unsigned p = 0; p < nb_pins; p++)
+			if (pin[p].id == path->id[k])
+				return (int)p;
+	return -1;
+}

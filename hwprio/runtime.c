@@ -16,11 +16,19 @@
  * measured by the same hook: the time its worker spent in its idle context is the time
  * its threads waited; the rest, they ran.
  *
+ * The policy judges bubbles, not workers: at each iteration a view of the bubble tree
+ * (bubbles/ma_view.h, as the strategies read it) says which thread ran the most on each
+ * VP since the last one (by their CPU time) and which bubbles hold it; ma_hw_units says
+ * which of them tells the VP apart from those it shares a core with, and the samples of
+ * VPs judged as one bubble are pooled. Levels a program set on bubbles by hand
+ * (marcel_bubble_set_hwprio) override the policy on the VPs running their threads.
+ *
  * This file is the only one of hwprio/ compiled with the core's headers (like
  * strategies/registry.c): the backends and the policy know nothing of the runtime.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,7 @@
 #include "ma_hooks.h"
 #include "ma_trace.h"
 #include "ma_sync.h"
+#include "ma_view_build.h"
 #include "ma_hwprio.h"
 #include "marcel/hwprio.h"
 #include "marcel/thread.h"
@@ -59,7 +68,15 @@ struct ma_hw_vp {
 	_Atomic int in_idle;        /* the idle context runs since then */
 	/* The policy's, at the last iteration boundary. */
 	uint64_t last_idle;
+	uint64_t pinned_by;         /* the bubble whose level it has by hand, 0: none */
 };
+
+/* A thread's CPU time at the last iteration boundary (sorted by id). */
+struct ma_hw_seen {
+	uint64_t id, cpu_ns;
+};
+
+#define MA_HW_MAX_PINS 64
 
 static struct {
 	pthread_mutex_t lock;       /* applies against the reset at marcel_end and failures */
@@ -77,7 +94,16 @@ static struct {
 	struct ma_hw_sample *samples;
 	int *fit;
 	const void *iter_key;       /* the barrier whose rounds are the iterations */
+	int iter_weak;              /* iter_key is a wait's (marcel_hwprio_wait_round): a
+				       barrier's rounds replace it */
 	int explicit_iter;          /* marcel_hwprio_iteration was called: only its calls */
+	struct ma_hw_sample *pooled;
+	struct ma_hw_path *path;    /* per VP, at the last boundary */
+	uint64_t *unit;
+	struct ma_hw_seen *seen;    /* threads' CPU time at the last boundary */
+	size_t nb_seen;
+	struct ma_hw_pin pins[MA_HW_MAX_PINS];
+	unsigned nb_pins;
 	uint64_t iter_start;
 	_Atomic unsigned iterations;
 	_Atomic unsigned changes;   /* iterations whose decision changed a level */
@@ -199,7 +225,7 @@ static void ma_hw_switched(struct ma_worker *w)
 
 /* Asks VP v for level, want[i] for backend i: its worker applies them at its next
  * switch. */
-static void ma_hw_vp_set(unsigned v, int level, const int *want)
+static int ma_hw_vp_set(unsigned v, int level, const int *want)
 {
 	struct ma_hw_vp *s = &ma_hw.vp[v];
 	int same = atomic_load_explicit(&s->level, memory_order_relaxed) == level;
@@ -208,9 +234,150 @@ static void ma_hw_vp_set(unsigned v, int level, const int *want)
 		atomic_store_explicit(&s->want[i], want[i], memory_order_relaxed);
 	}
 	if (same)
-		return;
+		return 0;
 	atomic_store_explicit(&s->level, level, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+	return 1;
+}
+
+/* The policy's lock, from a thread that must have it (not the iteration's trylock): its
+ * holder may be a thread of the caller's VP, so yield rather than block the VP on it. */
+static void ma_hw_policy_lock(void)
+{
+	while (pthread_mutex_trylock(&ma_hw.policy_lock))
+		if (marcel_yield() == EPERM)
+			sched_yield(); /* a kernel thread of the program's own */
+}
+
+static int ma_hw_seen_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ma_hw_seen *)a)->id, y = ((const struct ma_hw_seen *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* A thread's CPU time at the last boundary (0: not seen then). */
+static uint64_t ma_hw_seen_cpu(uint64_t id)
+{
+	struct ma_hw_seen key = { .id = id };
+	const struct ma_hw_seen *f = ma_hw.nb_seen ? bsearch(&key, ma_hw.seen, ma_hw.nb_seen, sizeof(key), ma_hw_seen_cmp) : NULL;
+	return f ? f->cpu_ns : 0;
+}
+
+/* Thread node n's path (ma_hw_path): the explicit bubbles above it in the view, the
+ * view's root (the root bubble) left out. */
+static void ma_hw_path_of(const struct ma_vnode *n, struct ma_hw_path *p)
+{
+	unsigned total = 0;
+	for (const struct ma_vnode *b = n->parent; b && b->parent; b = b->parent)
+		total += !b->implicit;
+	unsigned kept = total < MA_HW_UNIT_DEPTH - 1 ? total : MA_HW_UNIT_DEPTH - 1;
+	/* k counts from the innermost; the outermost `kept` go first in the path. */
+	unsigned k = 0;
+	for (const struct ma_vnode *b = n->parent; b && b->parent; b = b->parent) {
+		if (b->implicit)
+			continue;
+		if (total - 1 - k < kept)
+			p->id[total - 1 - k] = b->id;
+		k++;
+	}
+	p->len = kept;
+	p->id[p->len++] = n->id;
+}
+
+/* Fills ma_hw.path: per VP, the thread that ran the most on it since the last boundary
+ * (by CPU time; a thread first seen counts all of its own), and its bubbles. At a
+ * `boundary`, a VP that ran nothing gets an empty path, and the threads' CPU times become
+ * the reference of the next; between two (a level set by hand) only VPs with no path yet
+ * get one: what ran most in the last iteration says more than the moments since (main
+ * setting a level while the others wait at the barrier). Under policy_lock. A view that
+ * cannot be built (memory) leaves the paths as they were. */
+static void ma_hw_paths(int boundary)
+{
+	struct ma_view view;
+	if (ma_view_build_tree(&view, MA_VIEW_SHAPE))
+		return;
+	uint64_t now = ma_cpu_clock_now();
+	size_t cap = ma_view_nb_nodes(&view);
+	const struct ma_vnode **stack = malloc((cap ? cap : 1) * sizeof(*stack));
+	const struct ma_vnode **best = calloc(ma_hw.nb_vps, sizeof(*best));
+	uint64_t *best_ns = calloc(ma_hw.nb_vps, sizeof(*best_ns));
+	struct ma_hw_seen *seen = boundary ? malloc((cap ? cap : 1) * sizeof(*seen)) : NULL;
+	size_t nb_seen = 0, top = 0;
+	if (!stack || !best || !best_ns || (boundary && !seen) || !view.root)
+		goto out;
+	/* Every node is pushed once (a tree): cap bounds the stack. */
+	stack[top++] = view.root;
+	while (top) {
+		const struct ma_vnode *n = stack[--top];
+		if (n->is_bubble) {
+			for (unsigned c = 0; c < n->nb_children && top < cap; c++)
+				stack[top++] = n->children[c];
+			continue;
+		}
+
+		if (n->last_vp < 0 || (unsigned)n->last_vp >= ma_hw.nb_vps)
+			continue;
+		/* A running thread is charged its CPU time at its next switch: add what it ran
+		 * since its worker's last one (the caller's own at least, which is running). */
+		uint64_t cpu = n->cpu_ns;
+		if (n->state == MA_V_RUNNING) {
+			uint64_t since = atomic_load_explicit(&ma_hw.vp[n->last_vp].since, memory_order_relaxed);
+			cpu += now > since ? now - since : 0;
+		}
+		if (seen)
+			seen[nb_seen++] = (struct ma_hw_seen){ .id = n->id, .cpu_ns = cpu };
+		uint64_t before = ma_hw_seen_cpu(n->id), d = cpu > before ? cpu - before : 0;
+		if (d > best_ns[n->last_vp]) {
+			best_ns[n->last_vp] = d;
+			best[n->last_vp] = n;
+		}
+	}
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++)
+		if (boundary || !ma_hw.path[v].len) {
+			ma_hw.path[v].len = 0;
+			if (best[v])
+				ma_hw_path_of(best[v], &ma_hw.path[v]);
+		}
+	if (seen) {
+		qsort(seen, nb_seen, sizeof(*seen), ma_hw_seen_cmp);
+		free(ma_hw.seen);
+		ma_hw.seen = seen;
+		ma_hw.nb_seen = nb_seen;
+		seen = NULL;
+	}
+out:
+	free(seen);
+	free(best_ns);
+	free(best);
+	free(stack);
+	ma_view_release(&view);
+}
+
+/* Gives every VP its level: its bubble's by hand if one of the bubbles it ran has one,
+ * else the policy's (back to 0 when a pin stops applying), fitted to each backend. 1 if
+ * some VP's level changed. Under policy_lock. */
+static int ma_hw_publish(void)
+{
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
+		int p = ma_hw_pin_of(&ma_hw.path[v], ma_hw.pins, ma_hw.nb_pins);
+		if (p >= 0) {
+			ma_hw.st.slot[v].level = ma_hw.pins[p].level;
+			ma_hw.vp[v].pinned_by = ma_hw.pins[p].id;
+		} else if (ma_hw.vp[v].pinned_by) {
+			ma_hw.st.slot[v].level = 0;
+			ma_hw.vp[v].pinned_by = 0;
+		}
+	}
+	for (unsigned i = 0; i < ma_hw.n; i++)
+		ma_hw_levels_fit(ma_hw.st.slot, ma_hw.nb_vps, ma_hw.a[i].b->lo, ma_hw.a[i].b->hi,
+				 ma_hw.fit + (size_t)i * ma_hw.nb_vps);
+	int changed = 0, want[MA_HW_MAX_ACTIVE];
+	for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
+		for (unsigned i = 0; i < ma_hw.n; i++)
+			want[i] = ma_hw.fit[(size_t)i * ma_hw.nb_vps + v];
+		changed |= ma_hw_vp_set(v, ma_hw.st.slot[v].level, want);
+	}
+	return changed;
 }
 
 /* Idle time of VP v up to now. */
@@ -223,16 +390,19 @@ static uint64_t ma_hw_idle_of(struct ma_hw_vp *s, uint64_t now)
 	return idle;
 }
 
-/* The core's iteration hook: one round of the program's iteration ended. */
-static void ma_hw_iteration(const void *key)
+/* One round of a synchronisation the program repeats every iteration ended: a barrier's
+ * (weak 0) or a wait's (weak 1: marcel_hwprio_wait_round); key NULL: the program's
+ * marcel_hwprio_iteration. */
+static void ma_hw_round(const void *key, int weak)
 {
 	if (pthread_mutex_trylock(&ma_hw.policy_lock))
 		return; /* another round being decided right now: this one merges into the next */
 	if (!key)
 		ma_hw.explicit_iter = 1;
-	else if (ma_hw.explicit_iter || (ma_hw.iter_key && ma_hw.iter_key != key))
+	else if (ma_hw.explicit_iter || (ma_hw.iter_key && ma_hw.iter_key != key && !(ma_hw.iter_weak && !weak)))
 		goto out;
 	ma_hw.iter_key = key;
+	ma_hw.iter_weak = weak;
 	uint64_t now = ma_cpu_clock_now();
 	if (now - ma_hw.iter_start < MA_HW_MIN_ITER_NS)
 		goto out;
@@ -247,20 +417,20 @@ static void ma_hw_iteration(const void *key)
 	}
 	ma_hw.iter_start = now;
 	atomic_fetch_add_explicit(&ma_hw.iterations, 1, memory_order_relaxed);
-	if (ma_hw_policy_step(&ma_hw.params, &ma_hw.st, ma_hw.samples) & MA_HWP_CHANGED) {
+	ma_hw_paths(1);
+	ma_hw_units(ma_hw.path, ma_hw.st.slot, ma_hw.nb_vps, ma_hw.unit);
+	ma_hw_samples_pool(ma_hw.samples, ma_hw.unit, ma_hw.nb_vps, ma_hw.pooled);
+	ma_hw_policy_step(&ma_hw.params, &ma_hw.st, ma_hw.pooled);
+	if (ma_hw_publish())
 		atomic_fetch_add_explicit(&ma_hw.changes, 1, memory_order_relaxed);
-		int want[MA_HW_MAX_ACTIVE];
-		for (unsigned i = 0; i < ma_hw.n; i++)
-			ma_hw_levels_fit(ma_hw.st.slot, ma_hw.nb_vps, ma_hw.a[i].b->lo, ma_hw.a[i].b->hi,
-					 ma_hw.fit + (size_t)i * ma_hw.nb_vps);
-		for (unsigned v = 0; v < ma_hw.nb_vps; v++) {
-			for (unsigned i = 0; i < ma_hw.n; i++)
-				want[i] = ma_hw.fit[(size_t)i * ma_hw.nb_vps + v];
-			ma_hw_vp_set(v, ma_hw.st.slot[v].level, want);
-		}
-	}
 out:
 	pthread_mutex_unlock(&ma_hw.policy_lock);
+}
+
+/* The core's iteration hook: a barrier's round ended. */
+static void ma_hw_iteration(const void *key)
+{
+	ma_hw_round(key, 0);
 }
 
 /* Stops and frees the first n started backends (their reset already done or not
@@ -278,9 +448,18 @@ static void ma_hw_free(unsigned n)
 	free(ma_hw.st.slot);
 	free(ma_hw.samples);
 	free(ma_hw.fit);
+	free(ma_hw.pooled);
+	free(ma_hw.path);
+	free(ma_hw.unit);
+	free(ma_hw.seen);
 	ma_hw.st = (struct ma_hw_policy_state){ 0 };
-	ma_hw.samples = NULL;
+	ma_hw.samples = ma_hw.pooled = NULL;
 	ma_hw.fit = NULL;
+	ma_hw.path = NULL;
+	ma_hw.unit = NULL;
+	ma_hw.seen = NULL;
+	ma_hw.nb_seen = 0;
+	ma_hw.nb_pins = 0;
 }
 
 static void ma_hw_reset_all(void)
@@ -345,7 +524,10 @@ int ma_hwprio_start(void)
 	ma_hw.st = (struct ma_hw_policy_state){ .n = ma_rt.nb_vps, .slot = calloc(ma_rt.nb_vps, sizeof(struct ma_hw_slot)) };
 	ma_hw.samples = calloc(ma_rt.nb_vps, sizeof(*ma_hw.samples));
 	ma_hw.fit = calloc((size_t)ma_rt.nb_vps * MA_HW_MAX_ACTIVE, sizeof(int));
-	if (!ma_hw.vp || !ma_hw.st.slot || !ma_hw.samples || !ma_hw.fit) {
+	ma_hw.pooled = calloc(ma_rt.nb_vps, sizeof(*ma_hw.pooled));
+	ma_hw.path = calloc(ma_rt.nb_vps, sizeof(*ma_hw.path));
+	ma_hw.unit = calloc(ma_rt.nb_vps, sizeof(*ma_hw.unit));
+	if (!ma_hw.vp || !ma_hw.st.slot || !ma_hw.samples || !ma_hw.fit || !ma_hw.pooled || !ma_hw.path || !ma_hw.unit) {
 		ma_hw_free(0);
 		return ENOMEM;
 	}
@@ -356,6 +538,7 @@ int ma_hwprio_start(void)
 		ma_hw.st.slot[v].domain = core >= 0 ? core : -1 - (int)v;
 	}
 	ma_hw.iter_key = NULL;
+	ma_hw.iter_weak = 0;
 	ma_hw.explicit_iter = 0;
 	ma_hw.iter_start = ma_cpu_clock_now();
 	atomic_store_explicit(&ma_hw.iterations, 0, memory_order_relaxed);
@@ -470,7 +653,7 @@ int marcel_hwprio_set_vp_level(unsigned vp, int level)
 	int want[MA_HW_MAX_ACTIVE];
 	for (unsigned i = 0; i < ma_hw.n; i++)
 		want[i] = ma_hw_clamp(level, ma_hw.a[i].b);
-	pthread_mutex_lock(&ma_hw.policy_lock);
+	ma_hw_policy_lock();
 	ma_hw.st.slot[vp].level = level;
 	ma_hw_vp_set(vp, level, want);
 	pthread_mutex_unlock(&ma_hw.policy_lock);
@@ -485,6 +668,96 @@ int marcel_hwprio_iteration(void)
 		return ENOTSUP;
 	ma_hw_iteration(NULL);
 	return 0;
+}
+
+int marcel_hwprio_wait_round(const void *key)
+{
+	if (!ma_rt.running)
+		return ENOENT;
+	if (!key)
+		return EINVAL;
+	if (!ma_hw.vp)
+		return ENOTSUP;
+	ma_hw_round(key, 1);
+	return 0;
+}
+
+/* The pin of bubble id, -1: none. Under policy_lock. */
+static int ma_hw_pin_find(uint64_t id)
+{
+	for (unsigned p = 0; p < ma_hw.nb_pins; p++)
+		if (ma_hw.pins[p].id == id)
+			return (int)p;
+	return -1;
+}
+
+/* The checks the three bubble calls share: 0 and *id, or their error. */
+static int ma_hw_bubble_id(marcel_bubble_t *pub, uint64_t *id)
+{
+	if (!ma_rt.running)
+		return ENOENT;
+	struct ma_bubble *b = pub ? ma_bubble_get(pub) : NULL;
+	if (!b)
+		return EINVAL;
+	if (!ma_hw.vp)
+		return ENOTSUP;
+	*id = b->uid;
+	return 0;
+}
+
+int marcel_bubble_set_hwprio(marcel_bubble_t *pub, int level)
+{
+	uint64_t id;
+	int e = ma_hw_bubble_id(pub, &id);
+	if (e)
+		return e;
+	if (level < MARCEL_HWPRIO_MIN || level > MARCEL_HWPRIO_MAX)
+		return EINVAL;
+	ma_hw_policy_lock();
+	int p = ma_hw_pin_find(id);
+	if (p < 0 && ma_hw.nb_pins == MA_HW_MAX_PINS) {
+		pthread_mutex_unlock(&ma_hw.policy_lock);
+		return ENOSPC;
+	}
+	if (p < 0)
+		p = (int)ma_hw.nb_pins++;
+	ma_hw.pins[p] = (struct ma_hw_pin){ .id = id, .level = level };
+	/* Now, on the VPs that ran its threads since the last iteration. */
+	ma_hw_paths(0);
+	ma_hw_publish();
+	pthread_mutex_unlock(&ma_hw.policy_lock);
+	return 0;
+}
+
+int marcel_bubble_get_hwprio(marcel_bubble_t *pub, int *level)
+{
+	uint64_t id;
+	int e = ma_hw_bubble_id(pub, &id);
+	if (e || !level)
+		return e ?: EINVAL;
+	ma_hw_policy_lock();
+	int p = ma_hw_pin_find(id);
+	if (p >= 0)
+		*level = ma_hw.pins[p].level;
+	pthread_mutex_unlock(&ma_hw.policy_lock);
+	return p >= 0 ? 0 : ESRCH;
+}
+
+int marcel_bubble_unset_hwprio(marcel_bubble_t *pub)
+{
+	uint64_t id;
+	int e = ma_hw_bubble_id(pub, &id);
+	if (e)
+		return e;
+	ma_hw_policy_lock();
+	int p = ma_hw_pin_find(id);
+	if (p >= 0) {
+		ma_hw.pins[p] = ma_hw.pins[--ma_hw.nb_pins];
+		/* Its VPs go back to 0 at once, and to the policy from the next iteration. */
+		ma_hw_publish();
+	}
+	pthread_mutex_unlock(&ma_hw.policy_lock);
+	return p >= 0 ? 0 : ESRCH;
 }
 
 int marcel_hwprio_stats(unsigned *iterations, unsigned *changes)

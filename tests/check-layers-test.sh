@@ -108,6 +108,17 @@ echo 'int ma_probe_root2(void) { return ma_probe_public(); }' >>"$t/marcel/start
 expect "... and name nothing else of the upper layers" 1 "new: call marcel/startup.c ma_probe_public (strategies/zz_probe.c)"
 
 fresh
+mkdir -p "$t/marcel/mpi"
+echo 'int marcel_probe_api(void) { return 0; }' >>"$t/strategies/zz_probe.c"
+echo 'int ma_probe_mpi(void) { return marcel_probe_api(); }' >"$t/marcel/mpi/zz_client.c"
+expect "a client library in the core's folder may call the public API of any layer" 0 "none new, none gone"
+echo 'int ma_probe_mpi2(void) { return ma_probe_public(); }' >>"$t/marcel/mpi/zz_client.c"
+echo 'int ma_probe_core(void) { return marcel_probe_api(); }' >>"$t/marcel/futex.c"
+expect "... nothing else of the upper layers, and the core itself not even that" 1 \
+	"new: call marcel/mpi/zz_client.c ma_probe_public (strategies/zz_probe.c)" \
+	"new: call marcel/futex.c marcel_probe_api (strategies/zz_probe.c)"
+
+fresh
 mkdir -p "$t/hwprio"
 echo '#pragma once' >"$t/hwprio/ma_x.h"
 printf '#include "ma_bubble.h"\n#include "ma_topology.h"\n#include "ma_x.h"\n' >"$t/hwprio/ok.c"

@@ -21,6 +21,15 @@ static void env_clear(void)
 	unsetenv("MARCEL_HWPRIO_POLICY");
 	unsetenv("MARCEL_HWPRIO_RESCTRL");
 	unsetenv("MARCEL_HWPRIO_SYSFS");
+	unsetenv("MARCEL_TOPOLOGY");
+	unsetenv("MARCEL_SMT");
+}
+
+/* Two cores of two hardware threads, a VP on each. */
+static void smt_topology(void)
+{
+	setenv("MARCEL_TOPOLOGY", "core:2 pu:2", 1);
+	setenv("MARCEL_SMT", "1", 1);
 }
 
 static unsigned lines(const char *s)
@@ -238,6 +247,7 @@ struct rank {
 	double work_ms;
 	int iterations;
 	int *right;       /* rank 0: per iteration, whether the heavy VPs were above */
+	int even_heavy;   /* the heavy VPs are 0 and 2 (else 1 and 3) */
 };
 
 static double now_ms(void)
@@ -261,7 +271,7 @@ static void *rank_run(void *arg)
 			int l[4];
 			for (unsigned v = 0; v < 4; v++)
 				marcel_hwprio_vp_level(v, &l[v]);
-			r->right[i] = l[1] > l[0] && l[3] > l[2];
+			r->right[i] = r->even_heavy ? l[0] > l[1] && l[2] > l[3] : l[1] > l[0] && l[3] > l[2];
 		}
 	}
 	return NULL;
@@ -289,8 +299,7 @@ START_TEST(metbench_levels)
 	} else {
 		setenv("MARCEL_HWPRIO", "none", 1);
 	}
-	setenv("MARCEL_TOPOLOGY", "core:2 pu:2", 1);
-	setenv("MARCEL_SMT", "1", 1);
+	smt_topology();
 	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
 	ck_assert_uint_eq(marcel_nbvps(), 4);
 	marcel_barrier_t bar;
@@ -340,8 +349,221 @@ START_TEST(metbench_levels)
 	}
 	marcel_barrier_destroy(&bar);
 	marcel_end();
-	unsetenv("MARCEL_TOPOLOGY");
-	unsetenv("MARCEL_SMT");
+	env_clear();
+}
+END_TEST
+
+/* ---- bubbles: judged together, levels by hand ---- */
+
+/* Four ranks pinned one per VP on two cores of two PUs (VPs 0 and 1 share core 0, 2 and 3
+ * core 1), in two bubbles attached to the root bubble: A holds the ranks of VPs 0 and 2,
+ * B those of VPs 1 and 3. */
+struct two_bubbles {
+	marcel_bubble_t a, b;
+	marcel_barrier_t bar;
+	struct rank r[4];
+	marcel_t t[4];
+};
+
+static void two_bubbles_start(struct two_bubbles *tb, const double *work_ms, int iterations, int *right)
+{
+	ck_assert_int_eq(marcel_bubble_init(&tb->a), 0);
+	ck_assert_int_eq(marcel_bubble_init(&tb->b), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&marcel_root_bubble, &tb->a), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&marcel_root_bubble, &tb->b), 0);
+	ck_assert_int_eq(marcel_barrier_init(&tb->bar, NULL, 4), 0);
+	for (unsigned v = 0; v < 4; v++) {
+		tb->r[v] = (struct rank){ .bar = &tb->bar, .work_ms = work_ms[v], .iterations = iterations,
+					  .right = v ? NULL : right, .even_heavy = 1 };
+		marcel_attr_t a;
+		ck_assert_int_eq(marcel_attr_init(&a), 0);
+		ck_assert_int_eq(marcel_attr_setvpset(&a, MARCEL_VPSET_VP(v)), 0);
+		ck_assert_int_eq(marcel_attr_setinitbubble(&a, v % 2 ? &tb->b : &tb->a), 0);
+		ck_assert_int_eq(marcel_create(&tb->t[v], &a, rank_run, &tb->r[v]), 0);
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&tb->a), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&tb->b), 0);
+}
+
+static void two_bubbles_end(struct two_bubbles *tb)
+{
+	for (unsigned v = 0; v < 4; v++)
+		ck_assert_int_eq(marcel_join(tb->t[v], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&tb->a) ?: marcel_bubble_destroy(&tb->a), 0);
+	ck_assert_int_eq(marcel_bubble_join(&tb->b) ?: marcel_bubble_destroy(&tb->b), 0);
+	marcel_barrier_destroy(&tb->bar);
+}
+
+/* A's ranks compute 8 and 5.8 ms per iteration, B's 0.8 and 7.6 (busy 100%, 72%, 10%,
+ * 95%): bubble A (86%) is the heavier, and is raised on both cores, though on core 1 B's
+ * rank is the busier one (judged alone, VP 3 would be raised). Asserted in most
+ * iterations after the second, as metbench_levels does, for the same reason. */
+START_TEST(bubbles_judged_together)
+{
+	env_clear();
+	setenv("MARCEL_HWPRIO", "none", 1);
+	smt_topology();
+	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
+	ck_assert_uint_eq(marcel_nbvps(), 4);
+	struct two_bubbles tb;
+	int right[METBENCH_ITERATIONS] = { 0 };
+	two_bubbles_start(&tb, (const double[]){ 8, 0.8, 5.8, 7.6 }, METBENCH_ITERATIONS, right);
+	two_bubbles_end(&tb);
+	unsigned ok = 0;
+	for (int i = 2; i < METBENCH_ITERATIONS; i++)
+		ok += (unsigned)right[i];
+	ck_assert_msg(ok >= (METBENCH_ITERATIONS - 2) * 3 / 4,
+		      "bubble A's VPs above B's on both cores in %u of the %d iterations after the second", ok,
+		      METBENCH_ITERATIONS - 2);
+	marcel_end();
+	env_clear();
+}
+END_TEST
+
+/* A thread of bubble_level_by_hand: computes, then waits twice at the barrier of the four
+ * and main (main checks between the two). */
+static void *hold_run(void *arg)
+{
+	double end = now_ms() + 2;
+	while (now_ms() < end)
+		;
+	marcel_barrier_wait(arg);
+	marcel_barrier_wait(arg);
+	return NULL;
+}
+
+/* A level given to a bubble by hand: the VPs that ran its threads get it at once (the
+ * others keep the policy's: nothing, one iteration with equal loads); taken back, they
+ * return to 0. And every bad call. */
+START_TEST(bubble_level_by_hand)
+{
+	env_clear();
+	marcel_bubble_t a, b;
+	int l;
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 1), ENOENT);
+	smt_topology();
+	/* hwprio off: the calls say so. */
+	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_bubble_init(&a), 0);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 1), ENOTSUP);
+	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), ENOTSUP);
+	ck_assert_int_eq(marcel_bubble_unset_hwprio(&a), ENOTSUP);
+	ck_assert_int_eq(marcel_hwprio_wait_round(&a), ENOTSUP);
+	ck_assert_int_eq(marcel_bubble_destroy(&a), 0);
+	marcel_end();
+
+	setenv("MARCEL_HWPRIO", "none", 1);
+	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_bubble_init(&a), 0);
+	ck_assert_int_eq(marcel_bubble_init(&b), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&marcel_root_bubble, &a), 0);
+	ck_assert_int_eq(marcel_bubble_insertbubble(&marcel_root_bubble, &b), 0);
+	marcel_barrier_t bar;
+	ck_assert_int_eq(marcel_barrier_init(&bar, NULL, 5), 0);
+	marcel_t t[4];
+	for (unsigned v = 0; v < 4; v++) {
+		marcel_attr_t at;
+		ck_assert_int_eq(marcel_attr_init(&at), 0);
+		ck_assert_int_eq(marcel_attr_setvpset(&at, MARCEL_VPSET_VP(v)), 0);
+		ck_assert_int_eq(marcel_attr_setinitbubble(&at, v % 2 ? &b : &a), 0);
+		ck_assert_int_eq(marcel_create(&t[v], &at, hold_run, &bar), 0);
+	}
+	ck_assert_int_eq(marcel_wake_up_bubble(&a), 0);
+	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(NULL, 1), EINVAL);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 3), EINVAL);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, -3), EINVAL);
+	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, NULL), EINVAL);
+	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), ESRCH);
+	ck_assert_int_eq(marcel_bubble_unset_hwprio(&a), ESRCH);
+	/* Every thread ran (A's on VPs 0 and 2, B's on 1 and 3) and waits for the second. */
+	marcel_barrier_wait(&bar);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 2), 0);
+	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), 0);
+	ck_assert_int_eq(l, 2);
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&b, -1), 0);
+	int lv[4];
+	for (unsigned v = 0; v < 4; v++)
+		ck_assert_int_eq(marcel_hwprio_vp_level(v, &lv[v]), 0);
+	ck_assert_msg(lv[0] == 2 && lv[1] == -1 && lv[2] == 2 && lv[3] == -1, "levels %d %d %d %d", lv[0], lv[1], lv[2],
+		      lv[3]);
+	/* Set again: changed in place. */
+	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 1), 0);
+	ck_assert_int_eq(marcel_hwprio_vp_level(2, &l), 0);
+	ck_assert_int_eq(l, 1);
+	ck_assert_int_eq(marcel_bubble_unset_hwprio(&a), 0);
+	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), ESRCH);
+	ck_assert_int_eq(marcel_hwprio_vp_level(0, &l), 0);
+	ck_assert_int_eq(l, 0);
+	ck_assert_int_eq(marcel_hwprio_vp_level(1, &l), 0);
+	ck_assert_int_eq(l, -1);
+	ck_assert_int_eq(marcel_bubble_unset_hwprio(&b), 0);
+	ck_assert_int_eq(marcel_hwprio_vp_level(3, &l), 0);
+	ck_assert_int_eq(l, 0);
+	marcel_barrier_wait(&bar);
+	for (unsigned v = 0; v < 4; v++)
+		ck_assert_int_eq(marcel_join(t[v], NULL), 0);
+	ck_assert_int_eq(marcel_bubble_join(&a) ?: marcel_bubble_destroy(&a), 0);
+	ck_assert_int_eq(marcel_bubble_join(&b) ?: marcel_bubble_destroy(&b), 0);
+	marcel_barrier_destroy(&bar);
+	marcel_end();
+	env_clear();
+}
+END_TEST
+
+static void *waits_then_barrier(void *arg)
+{
+	marcel_barrier_t *bar = arg;
+	for (int i = 0; i < 4; i++) {
+		marcel_usleep(10000);
+		ck_assert_int_eq(marcel_hwprio_wait_round(&waits_then_barrier), 0);
+	}
+	unsigned it;
+	ck_assert_int_eq(marcel_hwprio_stats(&it, NULL), 0);
+	ck_assert_msg(it == 4, "%u iterations after 4 wait rounds 10 ms apart", it);
+	for (int i = 0; i < 4; i++) {
+		marcel_usleep(10000);
+		marcel_barrier_wait(bar);
+	}
+	unsigned after_barriers;
+	ck_assert_int_eq(marcel_hwprio_stats(&after_barriers, NULL), 0);
+	ck_assert_msg(after_barriers >= it + 3, "%u iterations after 4 barrier rounds (4 before)", after_barriers);
+	/* A barrier's rounds replaced the wait's: its rounds count no more. */
+	for (int i = 0; i < 3; i++) {
+		marcel_usleep(10000);
+		ck_assert_int_eq(marcel_hwprio_wait_round(&waits_then_barrier), 0);
+	}
+	ck_assert_int_eq(marcel_hwprio_stats(&it, NULL), 0);
+	ck_assert_uint_eq(it, after_barriers);
+	return NULL;
+}
+
+static void *barrier_partner(void *arg)
+{
+	for (int i = 0; i < 4; i++)
+		marcel_barrier_wait(arg);
+	return NULL;
+}
+
+/* Waits' rounds (libmarcel-mpi's completed waits) are iterations until a barrier's come.
+ * Rounds 10 ms apart: iterations are measured on the coarse clock CPU time is charged
+ * with (a millisecond, and late under load), and closer ones may merge. */
+START_TEST(wait_rounds)
+{
+	env_clear();
+	setenv("MARCEL_HWPRIO", "none", 1);
+	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
+	ck_assert_int_eq(marcel_hwprio_wait_round(NULL), EINVAL);
+	marcel_barrier_t bar;
+	ck_assert_int_eq(marcel_barrier_init(&bar, NULL, 2), 0);
+	marcel_t t[2];
+	ck_assert_int_eq(marcel_create(&t[0], NULL, waits_then_barrier, &bar), 0);
+	ck_assert_int_eq(marcel_create(&t[1], NULL, barrier_partner, &bar), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(marcel_join(t[i], NULL), 0);
+	marcel_barrier_destroy(&bar);
+	marcel_end();
+	ck_assert_int_eq(marcel_hwprio_wait_round(&bar), ENOENT);
 	env_clear();
 }
 END_TEST
@@ -358,6 +580,9 @@ int main(void)
 	tcase_add_test(tc, backends_described);
 	tcase_add_test(tc, levels_by_hand);
 	tcase_add_loop_test(tc, metbench_levels, 0, 2);
+	tcase_add_test(tc, bubbles_judged_together);
+	tcase_add_test(tc, bubble_level_by_hand);
+	tcase_add_test(tc, wait_rounds);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
 }

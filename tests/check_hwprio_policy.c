@@ -386,6 +386,110 @@ START_TEST(levels_fit_a_backend)
 }
 END_TEST
 
+/* ---- the unit: bubbles, or threads ---- */
+
+#define A 0x8000000000000001ull
+#define B 0x8000000000000002ull
+#define C 0x8000000000000003ull
+#define D 0x8000000000000004ull
+#define E 0x8000000000000005ull
+
+static struct ma_hw_path path_of(unsigned len, const uint64_t *id)
+{
+	struct ma_hw_path p = { .len = len };
+	memcpy(p.id, id, len * sizeof(*id));
+	return p;
+}
+
+/* Each worker is judged by what tells it apart from the others of its core. */
+START_TEST(units_compare_what_differs)
+{
+	struct ma_hw_path path[10] = {
+		path_of(2, (uint64_t[]){ A, 1 }),    path_of(2, (uint64_t[]){ A, 2 }),    /* one bubble */
+		path_of(2, (uint64_t[]){ A, 3 }),    path_of(2, (uint64_t[]){ B, 4 }),    /* two */
+		path_of(3, (uint64_t[]){ C, D, 5 }), path_of(3, (uint64_t[]){ C, E, 6 }), /* nested */
+		path_of(1, (uint64_t[]){ 7 }),                                              /* alone */
+		path_of(2, (uint64_t[]){ C, 8 }),    path_of(0, NULL),                      /* one ran */
+		path_of(1, (uint64_t[]){ 9 }),                                              /* no bubble */
+	};
+	struct ma_hw_slot slot[10] = { { .domain = 0 }, { .domain = 0 }, { .domain = 1 }, { .domain = 1 },
+				       { .domain = 2 }, { .domain = 2 }, { .domain = 3 }, { .domain = 4 },
+				       { .domain = 4 }, { .domain = 5 } };
+	uint64_t unit[10];
+	ma_hw_units(path, slot, 10, unit);
+	const uint64_t want[10] = { 1, 2, A, B, D, E, 7, C, 0, 9 };
+	for (unsigned i = 0; i < 10; i++)
+		ck_assert_msg(unit[i] == want[i], "worker %u: unit %llx, expected %llx", i, (unsigned long long)unit[i],
+			      (unsigned long long)want[i]);
+}
+END_TEST
+
+/* A unit's workers get its utilisation, each over its own time; unit 0 keeps its own. */
+START_TEST(samples_pooled_by_unit)
+{
+	const struct ma_hw_sample s[5] = { { 8, 0 }, { 1, 7 }, { 4, 4 }, { 6, 2 }, { 3, 1 } };
+	const uint64_t unit[5] = { A, B, A, B, 0 };
+	struct ma_hw_sample out[5];
+	ma_hw_samples_pool(s, unit, 5, out);
+	ck_assert_double_eq_tol(out[0].run, 6, 1e-9);
+	ck_assert_double_eq_tol(out[0].wait, 2, 1e-9);
+	ck_assert_double_eq_tol(out[2].run, 6, 1e-9);
+	ck_assert_double_eq_tol(out[1].run, 3.5, 1e-9);
+	ck_assert_double_eq_tol(out[3].wait, 4.5, 1e-9);
+	ck_assert_double_eq_tol(out[4].run, 3, 1e-9);
+	ck_assert_double_eq_tol(out[4].wait, 1, 1e-9);
+}
+END_TEST
+
+/* The innermost bubble with a level by hand wins. */
+START_TEST(pins_innermost_wins)
+{
+	const struct ma_hw_pin pin[2] = { { .id = A, .level = 2 }, { .id = D, .level = -1 } };
+	struct ma_hw_path inner = path_of(3, (uint64_t[]){ A, D, 5 }), outer = path_of(2, (uint64_t[]){ A, 3 }),
+			  none = path_of(2, (uint64_t[]){ B, 4 }), empty = path_of(0, NULL);
+	ck_assert_int_eq(ma_hw_pin_of(&inner, pin, 2), 1);
+	ck_assert_int_eq(ma_hw_pin_of(&outer, pin, 2), 0);
+	ck_assert_int_eq(ma_hw_pin_of(&none, pin, 2), -1);
+	ck_assert_int_eq(ma_hw_pin_of(&empty, pin, 2), -1);
+	ck_assert_int_eq(ma_hw_pin_of(&inner, pin, 0), -1);
+}
+END_TEST
+
+/* Two programs' bubbles on two cores, a worker of each per core: A's workers are busy 100%
+ * and 72%, B's 10% and 95%. Judged as bubbles (A 86%, B 52.5%: high and low for
+ * HPCSched's bands too), A is raised on both cores, though on core 1 B's worker is the
+ * busier: what the heaviest bubble gets. Judged as workers, DLRB goes the other way on
+ * core 1. */
+START_TEST(bubbles_raised_together)
+{
+	const struct ma_hw_sample s[4] = { { 10, 0 }, { 1, 9 }, { 7.2, 2.8 }, { 9.5, 0.5 } };
+	struct ma_hw_path path[4] = { path_of(2, (uint64_t[]){ A, 1 }), path_of(2, (uint64_t[]){ B, 2 }),
+				      path_of(2, (uint64_t[]){ A, 3 }), path_of(2, (uint64_t[]){ B, 4 }) };
+	for (int pooled = 0; pooled < 2; pooled++) {
+		struct ma_hw_slot slot[4] = { { .domain = 0 }, { .domain = 0 }, { .domain = 1 }, { .domain = 1 } };
+		struct ma_hw_policy_state st = { .n = 4, .slot = slot };
+		struct ma_hw_policy_params p;
+		ma_hw_policy_defaults(&p, kinds[_i]);
+		uint64_t unit[4];
+		struct ma_hw_sample in[4];
+		for (unsigned it = 0; it < 4; it++) {
+			ma_hw_units(path, slot, 4, unit);
+			if (pooled)
+				ma_hw_samples_pool(s, unit, 4, in);
+			else
+				memcpy(in, s, sizeof(in));
+			ma_hw_policy_step(&p, &st, in);
+		}
+		ck_assert_msg(slot[0].level > slot[1].level, "%s, %s: core 0 at %d %d", ma_hw_policy_name(kinds[_i]),
+			      pooled ? "bubbles" : "workers", slot[0].level, slot[1].level);
+		if (pooled || kinds[_i] == MA_HWP_DLRB)
+			ck_assert_msg(pooled ? slot[2].level > slot[3].level : slot[3].level > slot[2].level,
+				      "%s, %s: core 1 at %d %d", ma_hw_policy_name(kinds[_i]), pooled ? "bubbles" : "workers",
+				      slot[2].level, slot[3].level);
+	}
+}
+END_TEST
+
 START_TEST(names)
 {
 	enum ma_hw_policy_kind k;
@@ -413,6 +517,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, dlrb_noise_is_not_a_phase);
 	tcase_add_loop_test(tc, unmeasured_workers_are_left_alone, 0, 3);
 	tcase_add_test(tc, levels_fit_a_backend);
+	tcase_add_test(tc, units_compare_what_differs);
+	tcase_add_test(tc, samples_pooled_by_unit);
+	tcase_add_test(tc, pins_innermost_wins);
+	tcase_add_loop_test(tc, bubbles_raised_together, 0, 3);
 	tcase_add_test(tc, names);
 	suite_add_tcase(s, tc);
 	return s;

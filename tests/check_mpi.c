@@ -236,6 +236,17 @@ static void helper_crowd(int np, const char *expect)
 	free(out);
 }
 
+/* libmarcel-mpi's completed waits end hwprio's iterations in a rank with no barrier. */
+START_TEST(test_wait_iterations)
+{
+	int st;
+	char *out = mpirun(1, "-x MARCEL_HWPRIO=none", MA_CHECK_MPI, "--helper iterations", &st);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "mpi-helper: iterations passed") != NULL,
+		      "helper iterations: status %#x:\n%s", st, tail(out));
+	free(out);
+}
+END_TEST
+
 START_TEST(test_crowded_node)
 {
 	helper_crowd(2, "shared");
@@ -360,6 +371,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_ranks_3d);
 	tcase_add_test(tc, test_imbalance);
 	tcase_add_test(tc, test_crowded_node);
+	tcase_add_test(tc, test_wait_iterations);
 	tcase_add_test(tc, test_strategies);
 #ifdef MA_TEST_TSAN
 	printf("check_mpi: ThreadSanitizer build: every run at MPI_THREAD_SERIALIZED, "

@@ -9,6 +9,8 @@
  *   --helper levels                      marcel_mpi_init's checks of the thread level
  *   --helper crowd shared|alone          whether marcel_mpi_init told the runtime that
  *                                        the node's ranks share its processors
+ *   --helper iterations                  completed waits are hwprio's iterations
+ *                                        (MARCEL_HWPRIO=none), one rank
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -331,8 +333,46 @@ static void crowd(int shared)
 	       shared ? "shared" : "alone", as_left, flipped);
 }
 
+/* ---- iterations ---- */
+
+#define ITERATIONS 6
+
+/* A rank whose only iteration boundary is its wait: each iteration computes (sleeps 10
+ * ms: the rounds are measured on a clock of a millisecond) then exchanges with itself and
+ * waits. hwprio counts an iteration per completed wait. */
+static void iterations(void)
+{
+	int provided;
+	REQUIRE(marcel_mpi_init(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) == 0, "marcel_mpi_init failed");
+	unsigned before, after;
+	REQUIRE(marcel_hwprio_stats(&before, NULL) == 0, "hwprio is off (MARCEL_HWPRIO=none expected)");
+	for (int i = 0; i < ITERATIONS; i++) {
+		int out = i, in = -1;
+		MPI_Request req[2];
+		marcel_usleep(10000);
+		marcel_mpi_enter();
+		MPI_Irecv(&in, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, &req[0]);
+		MPI_Isend(&out, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, &req[1]);
+		marcel_mpi_leave();
+		REQUIRE(marcel_mpi_waitall(2, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall %d", i);
+		REQUIRE(in == i, "received %d in iteration %d", in, i);
+	}
+	REQUIRE(marcel_hwprio_stats(&after, NULL) == 0, "hwprio stats");
+	REQUIRE(after - before >= ITERATIONS - 1 && after - before <= ITERATIONS,
+		"%u iterations counted for %d waits 10 ms apart", after - before, ITERATIONS);
+	REQUIRE(marcel_mpi_finalize() == 0, "marcel_mpi_finalize failed");
+	printf("mpi-helper: iterations passed (%u counted)\n", after - before);
+}
+
 int ma_mpi_helper(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "iterations") == 0) {
+		if (marcel_init(&argc, argv) != 0)
+			return 1;
+		iterations();
+		marcel_end();
+		return 0;
+	}
 	if (argc == 2 && strcmp(argv[1], "levels") == 0)
 		return levels(argc, argv);
 	int multiple = argc == 3 && strcmp(argv[2], "multiple") == 0;
@@ -351,7 +391,7 @@ int ma_mpi_helper(int argc, char **argv)
 		marcel_end();
 		return 0;
 	}
-	fprintf(stderr, "mpi-helper: unknown mode; use: waits multiple|serialized, levels, or crowd "
-		"shared|alone\n");
+	fprintf(stderr, "mpi-helper: unknown mode; use: waits multiple|serialized, levels, iterations, or "
+		"crowd shared|alone\n");
 	return 2;
 }

@@ -1,7 +1,9 @@
 /*
  * libmarcel-mpi (marcel/mpi.h): MPI_Wait* for marcel threads. One loop polls the
  * matching MPI_Test* and lets the worker run other threads between polls; the four
- * waits differ only in which test they call.
+ * waits differ only in which test they call. A completed wait is a round for hwprio's
+ * iterations (marcel_hwprio_wait_round), named by the program's call site: a code whose
+ * ranks exchange and wait once per iteration has its iterations found without a barrier.
  */
 #include <errno.h>
 #include <sched.h>
@@ -18,6 +20,7 @@ struct wait {
 	MPI_Status *statuses;  /* one status for WAIT_ONE and WAIT_ANY */
 	int *index;            /* WAIT_ANY: the index; WAIT_SOME: the outcount */
 	int *indices;          /* WAIT_SOME */
+	const void *site;      /* where the program called the wait */
 };
 
 /* One poll; *done tells whether the wait is over. */
@@ -61,8 +64,11 @@ static int wait_polling(const struct wait *w)
 			return MPI_ERR_OTHER;  /* called inside the caller's own marcel_mpi_enter() */
 		int err = test(w, &done);
 		marcel_mpi_leave();
-		if (err != MPI_SUCCESS || done)
+		if (err != MPI_SUCCESS || done) {
+			if (err == MPI_SUCCESS)
+				marcel_hwprio_wait_round(w->site); /* ENOTSUP: hwprio is off */
 			return err;
+		}
 		pause_between_polls(polls, &sleep_us);
 	}
 }
@@ -72,7 +78,7 @@ int marcel_mpi_wait(MPI_Request *request, MPI_Status *status)
 	if (request == NULL)
 		return MPI_ERR_REQUEST;
 	return wait_polling(&(struct wait){ .kind = WAIT_ONE, .count = 1, .requests = request,
-					    .statuses = status });
+					    .statuses = status, .site = __builtin_return_address(0) });
 }
 
 int marcel_mpi_waitall(int count, MPI_Request requests[], MPI_Status statuses[])
@@ -84,7 +90,7 @@ int marcel_mpi_waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 	if (requests == NULL)
 		return MPI_ERR_REQUEST;
 	return wait_polling(&(struct wait){ .kind = WAIT_ALL, .count = count, .requests = requests,
-					    .statuses = statuses });
+					    .statuses = statuses, .site = __builtin_return_address(0) });
 }
 
 int marcel_mpi_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
@@ -96,7 +102,8 @@ int marcel_mpi_waitany(int count, MPI_Request requests[], int *index, MPI_Status
 	if (requests == NULL && count != 0)
 		return MPI_ERR_REQUEST;
 	return wait_polling(&(struct wait){ .kind = WAIT_ANY, .count = count, .requests = requests,
-					    .statuses = status, .index = index });
+					    .statuses = status, .index = index,
+					    .site = __builtin_return_address(0) });
 }
 
 int marcel_mpi_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
@@ -109,5 +116,6 @@ int marcel_mpi_waitsome(int incount, MPI_Request requests[], int *outcount, int 
 	if (requests == NULL && incount != 0)
 		return MPI_ERR_REQUEST;
 	return wait_polling(&(struct wait){ .kind = WAIT_SOME, .count = incount, .requests = requests,
-					    .statuses = statuses, .index = outcount, .indices = indices });
+					    .statuses = statuses, .index = outcount, .indices = indices,
+					    .site = __builtin_return_address(0) });
 }

@@ -12,9 +12,17 @@
  * shown, no resource changes) or a comma-separated list of backend names (marcel_init()
  * fails, saying which and why, if one of them cannot be used). Unset, hwprio is off.
  * `MARCEL_HWPRIO_POLICY` chooses the policy: `dlrb` (the default), `uniform`, `adaptive`.
+ *
+ * The policy judges bubbles: at each iteration it finds, per VP, the thread that ran the
+ * most there and the bubbles holding it. VPs that share a core are compared by what tells
+ * them apart: threads of one bubble as threads, threads of different bubbles as those
+ * bubbles, whose VPs (on every core) are judged together by how busy the whole bubble
+ * was. A program without bubbles has each thread judged alone.
  */
 #ifndef MARCEL_HWPRIO_H
 #define MARCEL_HWPRIO_H
+
+#include <marcel/bubble.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,6 +88,44 @@ int marcel_hwprio_set_vp_level(unsigned vp, int level);
  * from one thread. Iterations shorter than a millisecond are merged with the next.
  * @return 0; ENOTSUP if hwprio is off; ENOENT if the runtime is not running. */
 int marcel_hwprio_iteration(void);
+
+/** Marks the end of one round of a wait the program repeats every iteration, for
+ * libraries whose waits are the only iteration boundaries a program has (libmarcel-mpi
+ * calls it after each completed marcel_mpi_wait() and its siblings, with the program's
+ * call site as @p key). The rounds of the first key to complete are the iterations, as
+ * for barriers; but a barrier's rounds, once one completes, replace a wait's, and once
+ * the program calls marcel_hwprio_iteration(), only its calls count. Rounds less than a
+ * millisecond after the last iteration's end are merged into it (the waits of several
+ * threads in one iteration count once).
+ * @return 0; EINVAL if @p key is NULL; ENOTSUP if hwprio is off; ENOENT if the runtime is
+ * not running. */
+int marcel_hwprio_wait_round(const void *key);
+
+/** Gives bubble @p b the hardware priority @p level by hand, overriding the policy on the
+ * VPs that run its threads (or those of a bubble inside it without a level of its own):
+ * at once on the VPs that ran them most in the last iteration (before the first one
+ * ends: since the start), and at each iteration after on those that ran them most during
+ * it. A level on an inner bubble wins over one on an outer bubble. Until one of its
+ * threads has run, no VP has it; in a program with no iterations (no barrier, no
+ * marcel_hwprio_iteration()), the VPs are those found at the call. At most 64 bubbles
+ * have a level at a time.
+ * @return 0; EINVAL if @p b is not an initialised bubble or @p level is outside
+ * MARCEL_HWPRIO_MIN..MARCEL_HWPRIO_MAX; ENOSPC if 64 other bubbles have a level;
+ * ENOTSUP if hwprio is off; ENOENT if the runtime is not running. */
+int marcel_bubble_set_hwprio(marcel_bubble_t *b, int level);
+
+/** The level marcel_bubble_set_hwprio() gave bubble @p b, in @p level.
+ * @return 0; ESRCH if it has none (the policy decides for its VPs); EINVAL if @p b is not
+ * an initialised bubble or @p level is NULL; ENOTSUP if hwprio is off; ENOENT if the
+ * runtime is not running. */
+int marcel_bubble_get_hwprio(marcel_bubble_t *b, int *level);
+
+/** Hands bubble @p b back to the policy: the VPs that had its level go back to 0 at once,
+ * and the policy decides for them from the next iteration. Also call it before
+ * destroying a bubble given a level, to free its place among the 64.
+ * @return 0; ESRCH if it had no level; EINVAL if @p b is not an initialised bubble;
+ * ENOTSUP if hwprio is off; ENOENT if the runtime is not running. */
+int marcel_bubble_unset_hwprio(marcel_bubble_t *b);
 
 /** How the policy went so far: @p iterations it measured, @p changes of them after which
  * it changed a level (either pointer may be NULL).
