@@ -397,7 +397,8 @@ END_TEST
 static struct ma_hw_path path_of(unsigned len, const uint64_t *id)
 {
 	struct ma_hw_path p = { .len = len };
-	memcpy(p.id, id, len * sizeof(*id));
+	for (unsigned i = 0; i < len; i++)
+		p.id[i] = id[i];
 	return p;
 }
 
