@@ -198,6 +198,63 @@ struct ma_view {
 	struct ma_view_rt *rt;        /* the builder's, opaque; NULL in a view made by hand */
 };
 
+/* Fills the sub_* sums, nb_vps and idle_vps of items it[0..nl) from every queue's own
+ * counters (queued, incoming, ready, running, busy; a VP queue's idle_vps): VP queues
+ * (it[nl..nl+nv), nb_vps 1) into their leaf, then items bottom up (pre-order numbers:
+ * children after their parent), items without VPs left out of their parent's. The one
+ * rule for every builder of views: the runtime's, the tests' and the simulator's. */
+static inline void ma_view_items_sum(struct ma_vitem *it, unsigned nl, unsigned nv)
+{
+	for (unsigned q = 0; q < nl; q++)
+		it[q].nb_vps = it[q].idle_vps = 0;
+	for (unsigned q = 0; q < nl + nv; q++) {
+		it[q].sub_queued = (unsigned long)it[q].queued + it[q].incoming;
+		it[q].sub_ready = (unsigned long)it[q].ready + it[q].incoming;
+		it[q].sub_running = it[q].running;
+		it[q].sub_busy = it[q].busy;
+	}
+	for (unsigned q = nl + nv; q-- > 1;) {
+		if (q >= nl)
+			it[q].nb_vps = 1;
+		else if (!it[q].nb_vps)
+			continue;
+		struct ma_vitem *to = &it[it[q].parent], *x = &it[q];
+		to->nb_vps += x->nb_vps;
+		to->idle_vps += x->idle_vps;
+		to->sub_queued += x->sub_queued;
+		to->sub_ready += x->sub_ready;
+		to->sub_running += x->sub_running;
+		to->sub_busy += x->sub_busy;
+	}
+}
+
+/* Synthesizes the totals of bubble node n over its children, recursively, as the
+ * builders do (ma_view_bubble): threads by state, CPU time, the load statistic (its hint
+ * if set, else the members' sum), the VP its threads last ran on (MA_V_SEVERAL if they
+ * differ). For views assembled node by node: the tests' and the simulator's. */
+static inline void ma_vnode_synth(struct ma_vnode *n)
+{
+	if (!n->is_bubble)
+		return;
+	double load = 0;
+	int vp = -1;
+	n->nb_threads = n->nb_ready = n->nb_running = 0;
+	n->nb_members = n->nb_children;
+	for (unsigned i = 0; i < n->nb_children; i++) {
+		struct ma_vnode *c = (struct ma_vnode *)(uintptr_t)n->children[i];
+		ma_vnode_synth(c);
+		n->nb_threads += c->nb_threads;
+		n->nb_ready += c->nb_ready;
+		n->nb_running += c->nb_running;
+		n->cpu_ns += c->cpu_ns;
+		load += c->load;
+		if (c->last_vp != -1)
+			vp = vp == -1 || vp == c->last_vp ? c->last_vp : MA_V_SEVERAL;
+	}
+	n->last_vp = vp;
+	n->load = n->load_hint >= 0 ? n->load_hint : load;
+}
+
 /* Queue number of VP vp's own queue. */
 static inline int ma_view_vp_queue(const struct ma_view *v, unsigned vp)
 {

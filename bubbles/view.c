@@ -286,16 +286,6 @@ static int ma_rq_within(const struct ma_runqueue *q, const struct ma_runqueue *r
 
 /* ---- the items part ---- */
 
-static void ma_vitem_add(struct ma_vitem *to, const struct ma_vitem *x)
-{
-	to->nb_vps += x->nb_vps;
-	to->idle_vps += x->idle_vps;
-	to->sub_queued += x->sub_queued;
-	to->sub_ready += x->sub_ready;
-	to->sub_running += x->sub_running;
-	to->sub_busy += x->sub_busy;
-}
-
 /* Every queue's own counters, read without locks; ready = queued for now. */
 static void ma_view_counters(struct ma_vitem *it)
 {
@@ -353,24 +343,6 @@ static void ma_view_counters_ready(struct ma_vitem *it)
 	unsigned nq = ma_rt.topo.nb_levels + ma_rt.nb_vps;
 	for (unsigned q = 0; q < nq; q++)
 		it[q].ready = it[q].queued ? ma_queue_ready(ma_view_queue((int)q)) : 0;
-}
-
-/* The sub_* sums, nb_vps and idle_vps of the items: VP queues into their leaf, then items
- * bottom up (pre-order ids: children after their parent). */
-static void ma_view_sums(struct ma_vitem *it)
-{
-	unsigned nl = ma_rt.topo.nb_levels, nv = ma_rt.nb_vps;
-	for (unsigned q = 0; q < nl + nv; q++) {
-		it[q].sub_queued = (unsigned long)it[q].queued + it[q].incoming;
-		it[q].sub_ready = (unsigned long)it[q].ready + it[q].incoming;
-		it[q].sub_running = it[q].running;
-		it[q].sub_busy = it[q].busy;
-	}
-	for (unsigned v = 0; v < nv; v++)
-		ma_vitem_add(&it[it[nl + v].parent], &it[nl + v]);
-	for (unsigned q = nl; q-- > 1;)
-		if (it[q].nb_vps)
-			ma_vitem_add(&it[it[q].parent], &it[q]);
 }
 
 /* ---- the tree part ---- */
@@ -668,7 +640,7 @@ static int ma_view_finish(struct ma_view *v, struct ma_vitem *it, unsigned flags
 		ma_view_counters_ready(it);
 		v->flags |= MA_VIEW_HAS_READY;
 	}
-	ma_view_sums(it);
+	ma_view_items_sum(it, ma_rt.topo.nb_levels, ma_rt.nb_vps);
 	struct ma_vslot **index = rt->nb_slots ? ma_arena_alloc(rt, rt->nb_slots * sizeof(*index)) : NULL;
 	if (rt->failed) {
 		ma_view_release(v);

@@ -14,7 +14,7 @@ failed=0
 
 # The pristine copy every case starts from.
 mkdir -p "$work/orig/tools"
-for d in topology marcel bubbles strategies hwprio; do
+for d in topology marcel bubbles strategies hwprio sim; do
 	[ -d "$top/$d" ] && cp -r "$top/$d" "$work/orig/"
 done
 cp "$top/tools/layers.baseline" "$work/orig/tools/"

@@ -103,40 +103,10 @@ static inline void ma_vt_vp_state(struct ma_vt *t, unsigned vp, int busy, int id
 	x->idle_vps = idle != 0;
 }
 
-/* The sub_* sums, nb_vps and idle_vps of the items, as ma_view_sums does: VP queues into
- * their leaf, then items bottom up, items without VPs left out of their parent's. */
+/* The sub_* sums, nb_vps and idle_vps of the items, by the builders' rule. */
 static inline void ma_vt_sum(struct ma_vt *t)
 {
-	struct ma_vitem *it = t->it;
-	unsigned nl = t->v.nb_items, nv = t->v.nb_vps;
-	for (unsigned q = 0; q < nl; q++)
-		it[q].nb_vps = it[q].idle_vps = 0;
-	for (unsigned q = 0; q < nl + nv; q++) {
-		it[q].sub_queued = (unsigned long)it[q].queued + it[q].incoming;
-		it[q].sub_ready = (unsigned long)it[q].ready + it[q].incoming;
-		it[q].sub_running = it[q].running;
-		it[q].sub_busy = it[q].busy;
-	}
-	for (unsigned v = 0; v < nv; v++) {
-		struct ma_vitem *to = &it[it[nl + v].parent], *x = &it[nl + v];
-		to->nb_vps += 1;
-		to->idle_vps += x->idle_vps;
-		to->sub_queued += x->sub_queued;
-		to->sub_ready += x->sub_ready;
-		to->sub_running += x->sub_running;
-		to->sub_busy += x->sub_busy;
-	}
-	for (unsigned q = nl; q-- > 1;) {
-		if (!it[q].nb_vps)
-			continue;
-		struct ma_vitem *to = &it[it[q].parent];
-		to->nb_vps += it[q].nb_vps;
-		to->idle_vps += it[q].idle_vps;
-		to->sub_queued += it[q].sub_queued;
-		to->sub_ready += it[q].sub_ready;
-		to->sub_running += it[q].sub_running;
-		to->sub_busy += it[q].sub_busy;
-	}
+	ma_view_items_sum(t->it, t->v.nb_items, t->v.nb_vps);
 }
 
 /* A node, with its creation index (a node's address is its wrapper's). */
@@ -188,30 +158,10 @@ static inline struct ma_vnode *ma_vt_thread(struct ma_vt *t, const struct ma_vno
 	return n;
 }
 
-/* A bubble's totals over its members, as the builder synthesizes them (ma_view_bubble):
- * threads by state, CPU time, the load statistic (its hint if set, else the members'
- * sum), the VP its threads last ran on (MA_V_SEVERAL if they differ). */
+/* A bubble's totals over its members, as the builder synthesizes them. */
 static inline void ma_vt_synth(struct ma_vnode *n)
 {
-	if (!n->is_bubble)
-		return;
-	double load = 0;
-	int vp = -1;
-	n->nb_threads = n->nb_ready = n->nb_running = 0;
-	n->nb_members = n->nb_children;
-	for (unsigned i = 0; i < n->nb_children; i++) {
-		struct ma_vnode *c = (struct ma_vnode *)(uintptr_t)n->children[i];
-		ma_vt_synth(c);
-		n->nb_threads += c->nb_threads;
-		n->nb_ready += c->nb_ready;
-		n->nb_running += c->nb_running;
-		n->cpu_ns += c->cpu_ns;
-		load += c->load;
-		if (c->last_vp != -1)
-			vp = vp == -1 || vp == c->last_vp ? c->last_vp : MA_V_SEVERAL;
-	}
-	n->last_vp = vp;
-	n->load = n->load_hint >= 0 ? n->load_hint : load;
+	ma_vnode_synth(n);
 }
 
 /* Links every node to its parent's children (in creation order), synthesizes the

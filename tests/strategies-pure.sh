@@ -14,25 +14,29 @@ topo=$build/topology/.libs/libtopology.a
 tmp=${TMPDIR:-/tmp}/strategies-pure.$$
 trap 'rm -f "$tmp".*' EXIT
 status=0
-check() { # check NAME LIBRARY
+check() { # check NAME LIBRARY [LIBRARY IT MAY USE...]
+	name=$1
 	lib=$2
-	for l in "$lib" "$topo"; do
+	shift 2
+	for l in "$lib" "$topo" "$@"; do
 		[ -r "$l" ] || { echo "strategies-pure: cannot read $l (build first)" >&2; exit 1; }
 	done
-	nm --defined-only "$lib" "$topo" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$tmp.defined"
+	nm --defined-only "$lib" "$topo" "$@" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$tmp.defined"
 	nm -u "$lib" | awk 'NF == 2 { print $2 }' | sort -u >"$tmp.undefined"
 	[ -s "$tmp.defined" ] || { echo "strategies-pure: no symbol defined in $lib" >&2; exit 1; }
 	comm -23 "$tmp.undefined" "$tmp.defined" | grep -E '^(ma_|marcel_)' >"$tmp.bad"
 	if [ -s "$tmp.bad" ]; then
-		echo "strategies-pure: $1 objects reference the runtime:" >&2
+		echo "strategies-pure: $name objects reference the runtime:" >&2
 		for name in $(cat "$tmp.bad"); do
 			echo "  $name, used by: $(nm -A -u "$lib" | awk -v n="$name" '$NF == n { sub(/:.*/, "", $1); split($1, p, "[][]"); print p[2] }' | sort -u | tr '\n' ' ')" >&2
 		done
 		status=1
 		return
 	fi
-	echo "strategies-pure: $1: $(wc -l <"$tmp.undefined") names used, none of the runtime"
+	echo "strategies-pure: $name: $(wc -l <"$tmp.undefined") names used, none of the runtime"
 }
 check strategies "$build/strategies/.libs/libstrategies.a"
 check hwprio "$build/hwprio/.libs/libhwprio.a"
+# The simulator runs the strategies and hwprio's policy without the runtime.
+check sim "$build/sim/.libs/libsim.a" "$build/strategies/.libs/libstrategies.a" "$build/hwprio/.libs/libhwprio.a"
 exit $status

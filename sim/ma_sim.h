@@ -1,0 +1,147 @@
+/*
+ * marcel-sim: a discrete-event model of a machine running marcel, driven by the library's
+ * own decision code. The strategies (strategies/, through their ops tables) and hwprio's
+ * policy (hwprio/policy.c) are linked as they are into libmarcel and called on views
+ * this simulator builds from its own state (bubbles/ma_view.h); what they decide is
+ * carried out on simulated run queues. Nothing here reaches the runtime: the simulator
+ * links the topology, the strategies and hwprio's pure objects, and the C library.
+ *
+ * Time is in seconds; work in seconds of one hardware thread running alone at speed 1 on
+ * its local memory. A thread's speed at an instant is the machine model's (model.c):
+ * its core kind, its SMT siblings and their hwprio levels, where its memory is.
+ *
+ * doc/simulator.md says what is modelled, every parameter, and how it was calibrated.
+ */
+#ifndef MA_SIM_H
+#define MA_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "ma_view.h"
+#include "ma_strategy_ops.h"
+#include "ma_hwprio.h"
+
+/* ---- the machine model (model.c) ---- */
+
+enum sim_smt_model {
+	SIM_SMT_SHARE,   /* siblings split the core evenly; a lowered one waits quiet (x86) */
+	SIM_SMT_POWER5,  /* decode slots split by priority: R = 2^(|dP|+1) (seed 002) */
+};
+
+/* Every parameter of the machine, named as in doc/simulator.md. */
+struct sim_machine {
+	const char *topology;       /* hwloc synthetic description, or @file.xml */
+	int smt;                    /* one VP per PU (else per core) */
+	double numa_factor;         /* time of a remote memory access / a local one */
+	double smt_pair;            /* speed of each of two busy siblings at equal level,
+				       relative to one running alone */
+	enum sim_smt_model smt_model;
+	double smt_up, smt_down;    /* POWER5: speed = smt_pair * (2 share)^exp, above and
+				       below an even share, at most 1 */
+	int smt_idle_release;       /* a sibling with nothing to run leaves the core whole
+				       (else it keeps its decode share, as a polling wait) */
+	double quiet_share;         /* smt-quiet: share of the time a lowered sibling is quiet
+				       per level below 0 (0.25: -1 quiet a quarter, -2 a half) */
+	double migrate_s;           /* cost of a move to another core (cache refill), per hop
+				       of the topology tree between the two */
+	double timeslice_s;         /* a VP's round robin among threads of its path */
+	double wake_s;              /* an idle VP notices new work within this (uniformly) */
+	double kind_speed[4];       /* speed of each core kind (hwloc cpukinds, 0: the most
+				       efficient); 1 when the topology has one kind */
+	unsigned nb_kinds;
+	int hw_lo, hw_hi;           /* the levels the hwprio backend reaches */
+};
+
+void sim_machine_defaults(struct sim_machine *m);
+/* Sets m up as a preset: power5 (seed 002's machine), itanium16 (seed 003's), x86smt.
+ * 0, or EINVAL for another name. */
+int sim_machine_preset(struct sim_machine *m, const char *name);
+
+/* ---- the workload ---- */
+
+enum sim_phase_kind {
+	SIM_COMPUTE,     /* work (seconds alone), mem: fraction of it spent on memory */
+	SIM_BARRIER,     /* wait until every thread of barrier `id` arrived */
+	SIM_END,
+};
+
+struct sim_phase {
+	enum sim_phase_kind kind;
+	double work, mem;
+	int id;
+};
+
+struct sim_workload;
+/* The next phase of thread t at its step n (n counts from 0). */
+typedef void (*sim_next_fn)(const struct sim_workload *w, unsigned t, unsigned long n, struct sim_phase *p);
+
+/* A bubble of the workload: its parent (-1: the root bubble) and its members. */
+struct sim_wbubble {
+	int parent;
+};
+
+struct sim_workload {
+	const char *name;
+	unsigned nb_threads;
+	unsigned nb_bubbles;
+	int *thread_bubble;         /* per thread, its bubble, -1: none (the root) */
+	struct sim_wbubble *bubbles; /* parents before members */
+	int *pin;                   /* per thread, the VP it is bound to, -1: none */
+	unsigned nb_barriers;
+	unsigned *barrier_count;    /* threads each barrier waits for */
+	sim_next_fn next;
+	void *data;                 /* the generator's */
+	char desc[160];
+};
+
+/* Builds workload `spec` ("metbench:4:loads=1,4", "stencil:16", ...; workload.c lists
+ * them) for a machine of nb_vps VPs. 0, or EINVAL with a line in err naming the bad part. */
+int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps, char *err, size_t errlen);
+void sim_workload_free(struct sim_workload *w);
+/* "name: description" of each workload, one per line. */
+void sim_workload_list(FILE *out);
+
+/* ---- a run ---- */
+
+enum sim_hw_mode {
+	SIM_HW_OFF,       /* no levels */
+	SIM_HW_STATIC,    /* levels given by hand, per thread (the seeds' static priorities) */
+	SIM_HW_POLICY,    /* hwprio's policy, as MARCEL_HWPRIO_POLICY */
+};
+
+struct sim_config {
+	struct sim_machine machine;
+	const char *strategy;       /* a marcel strategy's name */
+	enum sim_hw_mode hw;
+	enum ma_hw_policy_kind policy;
+	const int *static_level;    /* SIM_HW_STATIC: per thread */
+	uint64_t seed;
+	FILE *trace;                /* a MARCEL_TRACE-format JSON of the run, or NULL */
+};
+
+struct sim_thread_result {
+	double run, wait;           /* time computing, time waiting (barriers, queues) */
+	unsigned migrations;
+	int last_vp;
+};
+
+struct sim_result {
+	double makespan;
+	unsigned iterations;        /* rounds of barrier 0 */
+	unsigned hw_changes;        /* iterations after which a level changed */
+	unsigned long events;
+	unsigned nb_threads, nb_vps;
+	struct sim_thread_result *thread;
+	int *vp_level;              /* each VP's level at the end */
+	char strategy[32];
+};
+
+/* Runs workload w on configuration c: 0, or an errno with a line in err. */
+int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim_result *r, char *err, size_t errlen);
+void sim_result_free(struct sim_result *r);
+
+/* The strategy tables linked in (strategies/ma_strategy_list.h): NULL if none is named so. */
+const struct ma_strategy *sim_strategy_find(const char *name);
+void sim_strategy_list(FILE *out);
+
+#endif

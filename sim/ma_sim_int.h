@@ -1,0 +1,171 @@
+/*
+ * The simulator's state, shared by its parts: engine.c (events, threads, VPs, barriers,
+ * the run), sched.c (run queues, bubbles, find_next, the strategies' hooks and the
+ * execution of their decisions), view.c (views of this state for the hooks), hw.c
+ * (hwprio's iterations and levels), model.c (speeds).
+ */
+#ifndef MA_SIM_INT_H
+#define MA_SIM_INT_H
+
+#include "ma_sim.h"
+
+#define SIM_BUBBLE_TAG (UINT64_C(1) << 63) /* as marcel's bubble uids */
+
+enum sim_tstate { SIM_T_READY, SIM_T_RUNNING, SIM_T_BLOCKED, SIM_T_DONE };
+
+/* A thread or a bubble. The root bubble is opened on the machine's queue. */
+struct sim_ent {
+	uint64_t id;
+	unsigned char is_bubble;
+	unsigned char opened;       /* bubble: burst, its members scheduled on `item` */
+	unsigned char in_cache;     /* thread: ready inside its closed unit */
+	unsigned char stray;
+	int index;                  /* thread or bubble index in the workload, -1: the root */
+	struct sim_ent *parent;     /* NULL: the root bubble (or the root itself) */
+	struct sim_ent **kids;      /* bubble: members, in member order */
+	unsigned nb_kids;
+	/* on a queue's list */
+	int queue;                  /* -1: on none */
+	struct sim_ent *prev, *next;
+	int prio;
+	/* placement: a closed bubble's queue, an opened one's; a thread's own queue (-1:
+	 * it waits in its closed unit, or nowhere) */
+	int item;
+	int last_item;
+	int fixed_item;             /* a pinned thread's VP queue, else -1 */
+	unsigned ready;             /* closed bubble: threads ready in its cache (subtree) */
+	/* thread */
+	enum sim_tstate state;
+	int vp, last_vp;
+	int last_core;              /* core item it last ran under, -1 */
+	unsigned long step;         /* its program's next phase */
+	struct sim_phase phase;     /* the current one */
+	double remaining;           /* compute work left in the phase */
+	double rate;                /* speed now, while running */
+	double since;               /* rate valid since */
+	double cpu;                 /* time run so far */
+	double ready_at;            /* when it last became ready (its wait is counted) */
+	double wait;
+	unsigned long version;      /* invalidates its completion event */
+	unsigned migrations;
+	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
+	double slice_end;
+};
+
+struct sim_queue {
+	struct sim_ent *head, *tail;
+	unsigned n;
+};
+
+struct sim_vp {
+	struct sim_ent *cur;        /* running thread, NULL: idle */
+	int queue;                  /* its own queue's number */
+	int core;                   /* its core's item (the SMT domain), or its leaf */
+	int node;                   /* its NUMA node, -1 */
+	int kind;                   /* core kind, -1 */
+	int level;                  /* hwprio level applied */
+	double idle_since;          /* when it went idle, < 0 while busy */
+	double idle_total;
+	double idle_mark;           /* idle_total at the last iteration */
+	unsigned long slice_version;
+	int wake_pending;           /* a wake event is on its way */
+	int slice_armed;            /* a slice end is on its way: something waits beside */
+};
+
+struct sim_event {
+	double t;
+	unsigned long seq;
+	int kind;                   /* SIM_EV_* */
+	int who;
+	unsigned long version;
+};
+
+enum { SIM_EV_COMPLETE, SIM_EV_SLICE, SIM_EV_BEAT, SIM_EV_WAKE };
+
+struct sim_barrier {
+	unsigned count, arrived;
+	struct sim_ent **waiting;
+	unsigned rounds;
+};
+
+struct sim {
+	const struct sim_config *c;
+	const struct sim_machine *m;
+	const struct sim_workload *w;
+	struct ma_topo topo;
+	unsigned nl, nv, nq;        /* items, VPs, queues (items + VPs) */
+	struct sim_queue *q;
+	struct sim_vp *vp;
+	struct sim_ent *thread;     /* nb_threads */
+	struct sim_ent *bubble;     /* nb_bubbles */
+	struct sim_ent root;
+	struct sim_barrier *bar;
+	double now;
+	struct sim_event *heap;
+	unsigned nb_ev, cap_ev;
+	unsigned long seq, events;
+	unsigned alive;
+	/* the strategy */
+	const struct ma_strategy *s;
+	void *priv;
+	int beat_armed;
+	/* hwprio */
+	struct ma_hw_policy_params params;
+	struct ma_hw_policy_state st;
+	struct ma_hw_sample *samples, *pooled;
+	struct ma_hw_path *path;
+	uint64_t *unit;
+	int *fit;
+	double *cpu_mark;           /* per thread, CPU time at the last iteration */
+	double iter_start;
+	int iter_barrier;           /* the barrier whose rounds are iterations, -1: none yet */
+	unsigned iterations, hw_changes;
+	uint64_t rng;
+	FILE *trace;
+	int trace_first;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+/* engine.c */
+void sim_push(struct sim *s, double t, int kind, int who, unsigned long version);
+void sim_thread_ready(struct sim *s, struct sim_ent *t);
+void sim_vp_schedule(struct sim *s, unsigned v);
+void sim_core_rates(struct sim *s, int core);
+void sim_arm_slice(struct sim *s, unsigned v);
+double sim_random(struct sim *s);
+void sim_fail(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_trace_event(struct sim *s, const char *ph, unsigned vp, const char *name, uint64_t id);
+
+/* sched.c */
+void sim_enqueue(struct sim *s, struct sim_ent *e, int q);
+void sim_dequeue(struct sim *s, struct sim_ent *e);
+struct sim_ent *sim_unit_of(struct sim_ent *t);
+void sim_notify(struct sim *s, int q, int near_vp);
+struct sim_ent *sim_find_next(struct sim *s, unsigned v);
+void sim_strategy_start(struct sim *s);
+void sim_strategy_vp_idle(struct sim *s, unsigned v);
+void sim_strategy_beat(struct sim *s);
+struct sim_ent *sim_entity(struct sim *s, uint64_t id);
+int sim_queue_sees(const struct sim *s, int q, unsigned v);
+int sim_parent_queue(const struct sim *s, int q);
+void sim_execute(struct sim *s, const struct ma_dlist *l);
+
+/* view.c */
+int sim_view_build(struct sim *s, struct ma_view *v, struct sim_ent *root, int self_vp, unsigned flags);
+void sim_view_free(struct ma_view *v);
+void sim_pick_view(struct sim *s, struct ma_pick_view *pv, struct sim_ent *b, int q, unsigned v);
+void sim_pick_kids(struct sim *s, struct ma_pick_view *pv, unsigned v);
+void sim_pick_load(struct sim *s, struct ma_pick_view *pv, struct sim_ent *b);
+
+/* hw.c */
+int sim_hw_start(struct sim *s);
+void sim_hw_iteration(struct sim *s);
+void sim_hw_stop(struct sim *s);
+int sim_hw_level_of(const struct sim *s, unsigned v);
+
+/* model.c */
+double sim_speed(const struct sim *s, const struct sim_ent *t, unsigned v);
+
+#endif

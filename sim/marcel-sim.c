@@ -1,0 +1,268 @@
+/*
+ * marcel-sim: what marcel's strategies and hwprio policy would do on a machine one does
+ * not have, and what it would buy. Usage: marcel-sim --help.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ma_sim.h"
+
+#define SIM_MAX_RUNS 32
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: marcel-sim [options]\n"
+		"  --machine NAME|KEY=VALUE[,KEY=VALUE...]  a preset (power5, itanium16, x86smt) then\n"
+		"                 parameters: topology=SPEC smt=0|1 numa_factor=X smt_pair=X\n"
+		"                 smt_model=share|power5 smt_up=X smt_down=X smt_idle=release|keep\n"
+		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X hw_lo=L hw_hi=L\n"
+		"                 (repeat the option to add to it; doc/simulator.md explains each)\n"
+		"  --workload SPEC   NAME[:KEY=VALUE...]; --list shows the workloads and keys\n"
+		"  --strategy A[,B]  marcel strategies to compare (default: null)\n"
+		"  --hwprio P[,Q]    off, dlrb, uniform, adaptive, or static=L/L/... (a level per\n"
+		"                    thread); several to compare (default: off)\n"
+		"  --seed N          the run's seed (default 1)\n"
+		"  --trace FILE      the first run's trace, in MARCEL_TRACE's format\n"
+		"  --threads         per-thread figures for every run\n"
+		"  --list            the workloads and strategies\n");
+}
+
+static int set_param(struct sim_machine *m, char *kv)
+{
+	char *val = strchr(kv, '=');
+	if (!val) {
+		if (!sim_machine_preset(m, kv))
+			return 0;
+		fprintf(stderr, "marcel-sim: --machine %s: not a preset (power5, itanium16, x86smt) nor KEY=VALUE\n", kv);
+		return -1;
+	}
+	*val++ = 0;
+	char *end;
+	double x = strtod(val, &end);
+	int num = *val && !*end;
+	if (!strcmp(kv, "topology")) {
+		m->topology = val;
+		return 0;
+	}
+	if (!strcmp(kv, "smt_model") && (!strcmp(val, "share") || !strcmp(val, "power5"))) {
+		m->smt_model = !strcmp(val, "share") ? SIM_SMT_SHARE : SIM_SMT_POWER5;
+		return 0;
+	}
+	if (!strcmp(kv, "smt_idle") && (!strcmp(val, "release") || !strcmp(val, "keep"))) {
+		m->smt_idle_release = !strcmp(val, "release");
+		return 0;
+	}
+	struct {
+		const char *key;
+		double *dst;
+		double lo, hi, scale;
+	} nums[] = {
+		{ "numa_factor", &m->numa_factor, 1, 100, 1 },   { "smt_pair", &m->smt_pair, 0.01, 1, 1 },
+		{ "smt_up", &m->smt_up, 0, 10, 1 },              { "smt_down", &m->smt_down, 0, 10, 1 },
+		{ "quiet_share", &m->quiet_share, 0, 0.5, 1 },   { "migrate_us", &m->migrate_s, 0, 1e6, 1e-6 },
+		{ "timeslice_ms", &m->timeslice_s, 0.001, 1e4, 1e-3 },  { "wake_us", &m->wake_s, 0, 1e6, 1e-6 },
+	};
+	for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (!strcmp(kv, nums[i].key)) {
+			if (!num || x < nums[i].lo || x > nums[i].hi) {
+				fprintf(stderr, "marcel-sim: --machine %s=%s: expected a number from %g to %g\n", kv, val,
+					nums[i].lo, nums[i].hi);
+				return -1;
+			}
+			*nums[i].dst = x * nums[i].scale;
+			return 0;
+		}
+	if ((!strcmp(kv, "smt") && num && (x == 0 || x == 1))) {
+		m->smt = (int)x;
+		return 0;
+	}
+	if ((!strcmp(kv, "hw_lo") || !strcmp(kv, "hw_hi")) && num && x >= -2 && x <= 2 && x == (int)x) {
+		*(!strcmp(kv, "hw_lo") ? &m->hw_lo : &m->hw_hi) = (int)x;
+		return 0;
+	}
+	fprintf(stderr, "marcel-sim: --machine %s=%s: unknown parameter or bad value (marcel-sim --help lists them)\n",
+		kv, val);
+	return -1;
+}
+
+struct hw_choice {
+	enum sim_hw_mode mode;
+	enum ma_hw_policy_kind policy;
+	int *levels;
+	char name[64];
+};
+
+static int parse_hw(char *spec, struct hw_choice *c, unsigned nb_threads)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", spec);
+	if (!strcmp(spec, "off"))
+		return 0;
+	if (!strncmp(spec, "static=", 7)) {
+		c->mode = SIM_HW_STATIC;
+		c->levels = calloc(nb_threads ? nb_threads : 1, sizeof(int));
+		if (!c->levels)
+			return -1;
+		char *p = spec + 7;
+		for (unsigned t = 0; t < nb_threads; t++) {
+			char *end;
+			long l = strtol(p, &end, 10);
+			if (end == p || l < -2 || l > 2 || (*end && *end != '/')) {
+				fprintf(stderr, "marcel-sim: --hwprio %s: expected %u levels from -2 to 2 separated by '/'\n",
+					spec, nb_threads);
+				return -1;
+			}
+			c->levels[t] = (int)l;
+			p = *end ? end + 1 : end;
+		}
+		return 0;
+	}
+	c->mode = SIM_HW_POLICY;
+	if (ma_hw_policy_find(spec, &c->policy)) {
+		fprintf(stderr, "marcel-sim: --hwprio %s: expected off, dlrb, uniform, adaptive or static=L/L/...\n", spec);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sim_machine m;
+	sim_machine_defaults(&m);
+	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL;
+	unsigned long long seed = 1;
+	int per_thread = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int has = i + 1 < argc;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--list")) {
+			printf("workloads:\n");
+			sim_workload_list(stdout);
+			printf("strategies:\n");
+			sim_strategy_list(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--threads")) {
+			per_thread = 1;
+			continue;
+		}
+		if (!has) {
+			fprintf(stderr, "marcel-sim: %s: needs a value, or is not an option (marcel-sim --help)\n", a);
+			return 2;
+		}
+		const char *v = argv[++i];
+		if (!strcmp(a, "--machine")) {
+			char *copy = strdup(v), *save = NULL;
+			for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
+				if (set_param(&m, kv))
+					return 2;
+			/* topology= points into copy: kept for the whole run. */
+		} else if (!strcmp(a, "--workload")) {
+			workload = v;
+		} else if (!strcmp(a, "--strategy")) {
+			strategies = v;
+		} else if (!strcmp(a, "--hwprio")) {
+			hw = v;
+		} else if (!strcmp(a, "--trace")) {
+			trace = v;
+		} else if (!strcmp(a, "--seed")) {
+			char *end;
+			seed = strtoull(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end) {
+				fprintf(stderr, "marcel-sim: --seed %s: expected a non-negative integer\n", v);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "marcel-sim: %s: unknown option (marcel-sim --help)\n", a);
+			return 2;
+		}
+	}
+	/* The workload is made for the machine's VPs: load the topology once to count them. */
+	struct sim_workload w;
+	char err[300];
+	struct sim_config probe = { .machine = m, .strategy = "null" };
+	struct sim_workload none;
+	unsigned nb_vps = 0;
+	if (!sim_workload_make(&none, "metbench:ranks=1:iters=1:unit=0.000001", 1, err, sizeof(err))) {
+		struct sim_result r;
+		if (sim_run(&probe, &none, &r, err, sizeof(err))) {
+			fprintf(stderr, "marcel-sim: %s\n", err);
+			sim_workload_free(&none);
+			return 2;
+		}
+		nb_vps = r.nb_vps;
+		sim_result_free(&r);
+		sim_workload_free(&none);
+	}
+	if (sim_workload_make(&w, workload, nb_vps ? nb_vps : 1, err, sizeof(err))) {
+		fprintf(stderr, "marcel-sim: --workload %s: %s\n", workload, err);
+		return 2;
+	}
+	char *slist = strdup(strategies), *hlist = strdup(hw), *save;
+	const char *snames[SIM_MAX_RUNS];
+	struct hw_choice hws[SIM_MAX_RUNS];
+	unsigned ns = 0, nh = 0;
+	for (char *x = strtok_r(slist, ",", &save); x && ns < SIM_MAX_RUNS; x = strtok_r(NULL, ",", &save)) {
+		if (!sim_strategy_find(x)) {
+			fprintf(stderr, "marcel-sim: --strategy %s: not one of marcel's:\n", x);
+			sim_strategy_list(stderr);
+			return 2;
+		}
+		snames[ns++] = x;
+	}
+	for (char *x = strtok_r(hlist, ",", &save); x && nh < SIM_MAX_RUNS; x = strtok_r(NULL, ",", &save))
+		if (parse_hw(x, &hws[nh++], w.nb_threads))
+			return 2;
+	printf("# %s on %s (%u VPs%s)\n", w.desc, m.topology, nb_vps, m.smt ? ", one per PU" : "");
+	printf("%-10s %-12s %12s %8s %10s %8s\n", "strategy", "hwprio", "makespan_s", "vs_first", "hw_changes",
+	       "events");
+	double first = 0;
+	int status = 0;
+	for (unsigned i = 0; i < ns; i++)
+		for (unsigned j = 0; j < nh; j++) {
+			struct sim_config c = { .machine = m, .strategy = snames[i], .hw = hws[j].mode,
+						.policy = hws[j].policy, .static_level = hws[j].levels, .seed = seed };
+			FILE *tf = NULL;
+			if (trace && !i && !j) {
+				tf = fopen(trace, "w");
+				if (!tf) {
+					fprintf(stderr, "marcel-sim: --trace %s: %s\n", trace, strerror(errno));
+					return 2;
+				}
+				c.trace = tf;
+			}
+			struct sim_result r;
+			int e = sim_run(&c, &w, &r, err, sizeof(err));
+			if (tf)
+				fclose(tf);
+			if (e) {
+				fprintf(stderr, "marcel-sim: %s: %s\n", snames[i], err);
+				status = 1;
+				continue;
+			}
+			if (!first)
+				first = r.makespan;
+			printf("%-10s %-12s %12.4f %8.4f %10u %8lu\n", r.strategy, hws[j].name, r.makespan,
+			       first > 0 ? r.makespan / first : 1.0, r.hw_changes, r.events);
+			if (per_thread)
+				for (unsigned t = 0; t < r.nb_threads; t++) {
+					double tot = r.thread[t].run + r.thread[t].wait;
+					printf("  thread %u: run %.4f s (%.2f%% of its time), wait %.4f s, %u migrations, last VP %d\n",
+					       t, r.thread[t].run, tot > 0 ? 100 * r.thread[t].run / tot : 0, r.thread[t].wait,
+					       r.thread[t].migrations, r.thread[t].last_vp);
+				}
+			sim_result_free(&r);
+		}
+	for (unsigned j = 0; j < nh; j++)
+		free(hws[j].levels);
+	free(slist);
+	free(hlist);
+	sim_workload_free(&w);
+	return status;
+}

@@ -1,0 +1,141 @@
+/*
+ * The machine model: how fast a thread computes on a VP, now. Three factors multiply
+ * (doc/simulator.md gives each parameter and where its value comes from):
+ *  - the core kind's speed;
+ *  - the SMT siblings: alone on its core a thread runs at 1; with busy siblings it gets a
+ *    share of the core. POWER5 splits decode slots by priority (seed 002: of every
+ *    R = 2^(|dP|+1) cycles the higher context gets R-1), and a context's speed follows
+ *    its share as smt_pair * (2 share)^e, e = smt_up above an even share and smt_down
+ *    below: two parameters fitted on the seeds' static MetBench runs instead of a curve
+ *    the seeds do not give. x86 SMT has no priority: siblings share evenly, and a lowered
+ *    one (smt-quiet) is quiet a share of its time, during which the other runs alone;
+ *  - memory: a fraction `mem` of the work is memory access, numa_factor times slower
+ *    when the thread's memory (first touched) is on another NUMA node.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include "ma_sim_int.h"
+
+/* POWER5: the speed of a context whose priority is d above its sibling's. */
+static double sim_power5(const struct sim_machine *m, int d)
+{
+	if (!d)
+		return m->smt_pair;
+	int a = d < 0 ? -d : d;
+	double r = (double)(1u << (a + 1)), share = d > 0 ? (r - 1) / r : 1 / r;
+	double sp = m->smt_pair * pow(2 * share, d > 0 ? m->smt_up : m->smt_down);
+	return sp > 1 ? 1 : sp;
+}
+
+/* Whether VP u competes for its core now: it runs a thread, or it keeps its share while
+ * waiting (smt_idle_release 0: a polling wait). */
+static int sim_competes(const struct sim *s, unsigned u)
+{
+	return s->vp[u].cur || !s->m->smt_idle_release;
+}
+
+/* The share of time VP u's thread is quiet at its level (smt-quiet: lowered only). */
+static double sim_quiet(const struct sim *s, unsigned u)
+{
+	int l = sim_hw_level_of(s, u);
+	double q = l < 0 ? -l * s->m->quiet_share : 0;
+	return q > 1 ? 1 : q;
+}
+
+static double sim_smt_factor(const struct sim *s, unsigned v)
+{
+	const struct sim_machine *m = s->m;
+	unsigned others = 0, sib = v;
+	for (unsigned u = s->topo.levels[s->vp[v].core].first_vp, e = u + s->topo.levels[s->vp[v].core].nb_vps;
+	     u < e && u < s->nv; u++)
+		if (u != v && s->vp[u].core == s->vp[v].core && sim_competes(s, u)) {
+			others++;
+			sib = u;
+		}
+	if (!others)
+		return 1;
+	if (m->smt_model == SIM_SMT_POWER5 && others == 1)
+		return sim_power5(m, sim_hw_level_of(s, v) - sim_hw_level_of(s, sib));
+	/* Even shares among k contexts: two get smt_pair each, more split the pair's
+	 * throughput. */
+	double even = m->smt_pair * 2 / (double)(others + 1);
+	if (others == 1) {
+		/* smt-quiet: while the sibling is quiet this one runs alone; while this one is
+		 * quiet it does nothing. */
+		double qs = sim_quiet(s, sib), qv = sim_quiet(s, v);
+		return (1 - qv) * ((1 - qs) * even + qs * 1.0);
+	}
+	return even;
+}
+
+double sim_speed(const struct sim *s, const struct sim_ent *t, unsigned v)
+{
+	const struct sim_machine *m = s->m;
+	double k = 1;
+	int kind = s->vp[v].kind;
+	if (kind >= 0 && (unsigned)kind < m->nb_kinds)
+		k = m->kind_speed[kind];
+	double mem = 1;
+	if (t->home_node >= 0 && s->vp[v].node >= 0 && t->home_node != s->vp[v].node)
+		mem = 1 / ((1 - t->phase.mem) + t->phase.mem * m->numa_factor);
+	return k * sim_smt_factor(s, v) * mem;
+}
+
+void sim_machine_defaults(struct sim_machine *m)
+{
+	*m = (struct sim_machine){
+		.topology = "pack:1 core:2",
+		.numa_factor = 3,
+		.smt_pair = 0.65,
+		.smt_model = SIM_SMT_SHARE,
+		.smt_up = 1.37,
+		.smt_down = 0.89,
+		.smt_idle_release = 1,
+		.quiet_share = 0.25,
+		.migrate_s = 20e-6,
+		.timeslice_s = 0.01,
+		.wake_s = 5e-6,
+		.kind_speed = { 1, 1, 1, 1 },
+		.nb_kinds = 1,
+		.hw_lo = -2,
+		.hw_hi = 2,
+	};
+}
+
+int sim_machine_preset(struct sim_machine *m, const char *name)
+{
+	if (!strcmp(name, "power5")) {
+		/* The OpenPower 710 of seed 002: one POWER5, 2 cores of 2 contexts; HPCSched's
+		 * priorities 4..6 are levels 0..2; smt_pair, smt_up and smt_down fitted on its
+		 * MetBench table (doc/simulator.md). */
+		m->topology = "core:2 pu:2";
+		m->smt = 1;
+		m->smt_model = SIM_SMT_POWER5;
+		m->smt_pair = 0.463;
+		m->smt_up = 1.37;
+		m->smt_down = 0.89;
+		m->smt_idle_release = 1;
+		m->hw_lo = 0;
+		m->hw_hi = 2;
+		return 0;
+	}
+	if (!strcmp(name, "itanium16")) {
+		/* The Bull NovaScale of seed 003: 4 NUMA blocks of 4 Itanium II. */
+		m->topology = "numa:4 core:4";
+		m->smt = 0;
+		m->numa_factor = 3;
+		return 0;
+	}
+	if (!strcmp(name, "x86smt")) {
+		/* A 4-core x86 with Hyper-Threading: no priorities, smt-quiet's levels. */
+		m->topology = "pack:1 core:4 pu:2";
+		m->smt = 1;
+		m->smt_model = SIM_SMT_SHARE;
+		m->smt_pair = 0.6;
+		m->hw_lo = -2;
+		m->hw_hi = 0;
+		return 0;
+	}
+	return EINVAL;
+}

@@ -1,0 +1,293 @@
+/*
+ * The workload models: a thread's program is generated phase by phase (no table of every
+ * phase is kept, so 4096 threads of 100 iterations cost nothing to describe). A spec is
+ * `NAME[:KEY=VALUE]...`; sim_workload_list prints each with its keys.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ma_sim.h"
+
+/* What every generator here keeps. */
+struct sim_gen {
+	unsigned long iters;
+	double *work;               /* per thread, per iteration (metbench: its load) */
+	double mem;                 /* fraction of the work that is memory access */
+	unsigned long swap;         /* metbench: loads reversed every `swap` iterations */
+	unsigned n;
+};
+
+static int sim_werr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sim_werr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return EINVAL;
+}
+
+/* Iterative codes: compute, then barrier 0, `iters` times. */
+static void sim_iterative_next(const struct sim_workload *w, unsigned t, unsigned long n, struct sim_phase *p)
+{
+	const struct sim_gen *g = w->data;
+	unsigned long it = n / 2;
+	if (it >= g->iters) {
+		*p = (struct sim_phase){ .kind = SIM_END };
+		return;
+	}
+	if (n % 2) {
+		*p = (struct sim_phase){ .kind = SIM_BARRIER, .id = 0 };
+		return;
+	}
+	unsigned who = t;
+	/* MetBenchVar: every `swap` iterations the loads are reversed (rank i gets rank
+	 * n-1-i's), which swaps the heavy and the light rank of each pair. */
+	if (g->swap && (it / g->swap) % 2)
+		who = g->n - 1 - t;
+	*p = (struct sim_phase){ .kind = SIM_COMPUTE, .work = g->work[who], .mem = g->mem };
+}
+
+/* key=value pairs after the name, in place: returns the next "key", its value in *val
+ * (NULL: none), or NULL at the end. */
+static char *sim_next_kv(char **cursor, char **val)
+{
+	char *p = *cursor;
+	if (!p || !*p)
+		return NULL;
+	char *end = strchr(p, ':');
+	if (end)
+		*end++ = 0;
+	*cursor = end;
+	char *eq = strchr(p, '=');
+	*val = NULL;
+	if (eq) {
+		*eq = 0;
+		*val = eq + 1;
+	}
+	return p;
+}
+
+static int sim_num(const char *key, const char *val, double lo, double hi, double *out, char *err, size_t errlen)
+{
+	char *end;
+	double x = val ? strtod(val, &end) : 0;
+	if (!val || !*val || *end || !(x >= lo && x <= hi))
+		return sim_werr(err, errlen, "%s=%s: expected a number from %g to %g", key, val ? val : "", lo, hi);
+	*out = x;
+	return 0;
+}
+
+static int sim_alloc_common(struct sim_workload *w, unsigned n, unsigned nb_bubbles)
+{
+	w->nb_threads = n;
+	w->nb_bubbles = nb_bubbles;
+	w->thread_bubble = calloc(n ? n : 1, sizeof(int));
+	w->bubbles = calloc(nb_bubbles ? nb_bubbles : 1, sizeof(*w->bubbles));
+	w->pin = calloc(n ? n : 1, sizeof(int));
+	w->nb_barriers = 1;
+	w->barrier_count = calloc(1, sizeof(unsigned));
+	struct sim_gen *g = calloc(1, sizeof(*g));
+	w->data = g;
+	if (!w->thread_bubble || !w->bubbles || !w->pin || !w->barrier_count || !g)
+		return ENOMEM;
+	g->work = calloc(n ? n : 1, sizeof(double));
+	if (!g->work)
+		return ENOMEM;
+	g->n = n;
+	w->barrier_count[0] = n;
+	for (unsigned t = 0; t < n; t++)
+		w->thread_bubble[t] = w->pin[t] = -1;
+	w->next = sim_iterative_next;
+	return 0;
+}
+
+/* metbench:ranks=N:loads=L,L,...:unit=S:iters=T[:swap=K][:bubble][:pin] */
+static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen, int var)
+{
+	double ranks = 4, unit = 1, iters = var ? 45 : 10, swap = var ? 15 : 0, mem = 0;
+	char *loads = NULL, *key, *val;
+	int bubble = 0, pin = 0;
+	while ((key = sim_next_kv(&args, &val))) {
+		int e = 0;
+		if (!strcmp(key, "ranks"))
+			e = sim_num(key, val, 1, 65536, &ranks, err, errlen);
+		else if (!strcmp(key, "unit"))
+			e = sim_num(key, val, 1e-9, 1e6, &unit, err, errlen);
+		else if (!strcmp(key, "iters"))
+			e = sim_num(key, val, 1, 1e7, &iters, err, errlen);
+		else if (!strcmp(key, "swap"))
+			e = sim_num(key, val, 0, 1e7, &swap, err, errlen);
+		else if (!strcmp(key, "mem"))
+			e = sim_num(key, val, 0, 1, &mem, err, errlen);
+		else if (!strcmp(key, "loads") && val)
+			loads = val;
+		else if (!strcmp(key, "bubble") && !val)
+			bubble = 1;
+		else if (!strcmp(key, "pin") && !val)
+			pin = 1;
+		else
+			return sim_werr(err, errlen, "metbench: '%s' is not one of ranks=, loads=, unit=, iters=, swap=, mem=, "
+					"bubble, pin", key);
+		if (e)
+			return e;
+	}
+	unsigned n = (unsigned)ranks;
+	if (sim_alloc_common(w, n, bubble ? 1 : 0))
+		return ENOMEM;
+	struct sim_gen *g = w->data;
+	g->iters = (unsigned long)iters;
+	g->swap = (unsigned long)swap;
+	g->mem = mem;
+	/* Default loads: MetBench's, a light rank (a quarter) beside each heavy one. */
+	for (unsigned t = 0; t < n; t++)
+		g->work[t] = (t % 2 ? 1.0 : 0.25) * unit;
+	if (loads) {
+		char *p = loads;
+		for (unsigned t = 0; t < n; t++) {
+			char *end;
+			double x = strtod(p, &end);
+			if (end == p || !(x >= 0) || (*end && *end != ','))
+				return sim_werr(err, errlen, "metbench: loads=%s: expected %u non-negative numbers separated by "
+						"commas", loads, n);
+			g->work[t] = x * unit;
+			p = *end ? end + 1 : end;
+			if (!*end && t + 1 < n)
+				return sim_werr(err, errlen, "metbench: loads=%s: %u numbers for %u ranks", loads, t + 1, n);
+		}
+		if (*p)
+			return sim_werr(err, errlen, "metbench: loads=%s: more numbers than the %u ranks", loads, n);
+	}
+	for (unsigned t = 0; t < n; t++) {
+		w->thread_bubble[t] = bubble ? 0 : -1;
+		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
+	}
+	if (bubble)
+		w->bubbles[0].parent = -1;
+	snprintf(w->desc, sizeof(w->desc), "%s: %u ranks, %lu iterations%s%s%s", var ? "MetBenchVar" : "MetBench", n,
+		 g->iters, g->swap ? ", loads swapped periodically" : "", bubble ? ", one bubble" : "",
+		 pin ? ", pinned" : "");
+	return 0;
+}
+
+/* The conduction port's bubble tree (examples/conduction/marcel.c): stripes [lo, hi) in
+ * one bubble if three or fewer, else two halves in one. Returns the bubble's index. */
+static int sim_stencil_group(struct sim_workload *w, unsigned lo, unsigned hi, int parent)
+{
+	int b = (int)w->nb_bubbles++;
+	w->bubbles[b].parent = parent;
+	if (hi - lo <= 3) {
+		for (unsigned s = lo; s < hi; s++)
+			w->thread_bubble[s] = b;
+		return b;
+	}
+	unsigned mid = (lo + hi) / 2;
+	sim_stencil_group(w, lo, mid, b);
+	sim_stencil_group(w, mid, hi, b);
+	return b;
+}
+
+/* stencil:threads=N:iters=T:work=S:mem=M[:flat|:pin] -- conduction and advection: one
+ * stripe per thread, a barrier per iteration, the memory first touched by the stripe's
+ * thread; bubbles after the data (as conduction/marcel.c) unless flat or pinned. */
+static int sim_stencil(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen)
+{
+	double threads = nb_vps, iters = 100, work = 1, mem = 0.3;
+	int flat = 0, pin = 0;
+	char *key, *val;
+	while ((key = sim_next_kv(&args, &val))) {
+		int e = 0;
+		if (!strcmp(key, "threads"))
+			e = sim_num(key, val, 1, 1 << 20, &threads, err, errlen);
+		else if (!strcmp(key, "iters"))
+			e = sim_num(key, val, 1, 1e7, &iters, err, errlen);
+		else if (!strcmp(key, "work"))
+			e = sim_num(key, val, 1e-9, 1e9, &work, err, errlen);
+		else if (!strcmp(key, "mem"))
+			e = sim_num(key, val, 0, 1, &mem, err, errlen);
+		else if (!strcmp(key, "flat") && !val)
+			flat = 1;
+		else if (!strcmp(key, "pin") && !val)
+			pin = 1;
+		else
+			return sim_werr(err, errlen, "stencil: '%s' is not one of threads=, iters=, work=, mem=, flat, pin",
+					key);
+		if (e)
+			return e;
+	}
+	unsigned n = (unsigned)threads;
+	/* At most 2n - 1 bubbles in the tree of halves. */
+	if (sim_alloc_common(w, n, 2 * n))
+		return ENOMEM;
+	w->nb_bubbles = 0;
+	struct sim_gen *g = w->data;
+	g->iters = (unsigned long)iters;
+	g->mem = mem;
+	/* `work` is the whole grid's per iteration, split evenly among the stripes. */
+	for (unsigned t = 0; t < n; t++) {
+		g->work[t] = work / n;
+		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
+	}
+	if (!flat && !pin)
+		sim_stencil_group(w, 0, n, -1);
+	snprintf(w->desc, sizeof(w->desc), "stencil: %u stripes, %lu iterations, %g s of work per iteration, %s", n,
+		 g->iters, work, pin ? "pinned (Fixed)" : flat ? "no bubbles (Simple)" : "bubbles after the data");
+	return 0;
+}
+
+static const struct {
+	const char *name, *help;
+} sim_workloads[] = {
+	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin: per-rank loads, a barrier per iteration" },
+	{ "metbenchvar", "as metbench, the heavy and light ranks swapped every swap=K (15) iterations, 45 iterations" },
+	{ "stencil", "threads=N iters=T work=S mem=M flat|pin: conduction/advection stripes, bubbles after the data" },
+};
+
+void sim_workload_list(FILE *out)
+{
+	for (unsigned i = 0; i < sizeof(sim_workloads) / sizeof(sim_workloads[0]); i++)
+		fprintf(out, "%-12s %s\n", sim_workloads[i].name, sim_workloads[i].help);
+}
+
+int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	char *copy = strdup(spec ? spec : "");
+	if (!copy)
+		return ENOMEM;
+	char *args = strchr(copy, ':');
+	if (args)
+		*args++ = 0;
+	int e;
+	if (!strcmp(copy, "metbench") || !strcmp(copy, "metbenchvar"))
+		e = sim_metbench(w, args, nb_vps, err, errlen, !strcmp(copy, "metbenchvar"));
+	else if (!strcmp(copy, "stencil"))
+		e = sim_stencil(w, args, nb_vps, err, errlen);
+	else
+		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil", copy);
+	if (!e) {
+		static const char *const names[] = { "metbench", "metbenchvar", "stencil" };
+		for (unsigned i = 0; i < 3; i++)
+			if (!strcmp(copy, names[i]))
+				w->name = names[i];
+	}
+	free(copy);
+	if (e)
+		sim_workload_free(w);
+	return e;
+}
+
+void sim_workload_free(struct sim_workload *w)
+{
+	struct sim_gen *g = w->data;
+	if (g)
+		free(g->work);
+	free(g);
+	free(w->thread_bubble);
+	free(w->bubbles);
+	free(w->pin);
+	free(w->barrier_count);
+	memset(w, 0, sizeof(*w));
+}
