@@ -445,6 +445,14 @@ static void sim_teardown(struct sim *s)
 	ma_topo_free(&s->topo);
 }
 
+/* The configuration's snapshot, once. */
+void sim_snapshot(struct sim *s)
+{
+	s->snapshot_done = 1;
+	if (sim_snapshot_write(s, s->c->snapshot))
+		sim_fail(s, "the snapshot could not be written");
+}
+
 /* A run that goes on forever (a barrier nobody else reaches) stops here. */
 #define SIM_MAX_EVENTS 2000000000ul
 
@@ -504,6 +512,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		sim_vp_schedule(s, v);
 	while (s->alive && s->nb_ev && !s->failed) {
 		struct sim_event ev = sim_pop(s);
+		if (c->snapshot && !s->snapshot_done && c->snapshot_at >= 0 && ev.t > c->snapshot_at)
+			sim_snapshot(s);
 		s->now = ev.t;
 		if (++s->events > SIM_MAX_EVENTS) {
 			sim_fail(s, "no end after %lu events", SIM_MAX_EVENTS);

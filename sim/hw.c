@@ -75,6 +75,8 @@ static void sim_hw_path(struct sim *s, unsigned v, const struct sim_ent *best)
 void sim_hw_iteration(struct sim *s)
 {
 	s->iterations++;
+	if (s->c->snapshot && !s->snapshot_done && s->c->snapshot_at < 0)
+		sim_snapshot(s);
 	if (s->c->hw != SIM_HW_POLICY)
 		return;
 	double wall = s->now - s->iter_start;

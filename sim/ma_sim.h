@@ -117,6 +117,8 @@ struct sim_config {
 	const int *static_level;    /* SIM_HW_STATIC: per thread */
 	uint64_t seed;
 	FILE *trace;                /* a MARCEL_TRACE-format JSON of the run, or NULL */
+	FILE *snapshot;             /* a snapshot in marcel_sched_snapshot_json's format, or NULL */
+	double snapshot_at;         /* when: this time (s), or < 0 at the end of the first iteration */
 };
 
 struct sim_thread_result {

@@ -122,7 +122,7 @@ struct sim {
 	unsigned iterations, hw_changes;
 	uint64_t rng;
 	FILE *trace;
-	int trace_first;
+	int snapshot_done;
 	char *err;
 	size_t errlen;
 	int failed;
@@ -164,6 +164,10 @@ int sim_hw_start(struct sim *s);
 void sim_hw_iteration(struct sim *s);
 void sim_hw_stop(struct sim *s);
 int sim_hw_level_of(const struct sim *s, unsigned v);
+
+/* snapshot.c */
+int sim_snapshot_write(struct sim *s, FILE *out);
+void sim_snapshot(struct sim *s);
 
 /* model.c */
 double sim_speed(const struct sim *s, const struct sim_ent *t, unsigned v);

@@ -25,6 +25,8 @@ static void usage(FILE *out)
 		"                    thread); several to compare (default: off)\n"
 		"  --seed N          the run's seed (default 1)\n"
 		"  --trace FILE      the first run's trace, in MARCEL_TRACE's format\n"
+		"  --snapshot FILE   the first run's scheduler state, in marcel_sched_snapshot_json's\n"
+		"                    format, at the end of its first iteration or at --snapshot-at S\n"
 		"  --threads         per-thread figures for every run\n"
 		"  --list            the workloads and strategies\n");
 }
@@ -131,7 +133,8 @@ int main(int argc, char **argv)
 {
 	struct sim_machine m;
 	sim_machine_defaults(&m);
-	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL;
+	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL, *snapshot = NULL;
+	double snapshot_at = -1;
 	unsigned long long seed = 1;
 	int per_thread = 0;
 	for (int i = 1; i < argc; i++) {
@@ -171,6 +174,15 @@ int main(int argc, char **argv)
 			hw = v;
 		} else if (!strcmp(a, "--trace")) {
 			trace = v;
+		} else if (!strcmp(a, "--snapshot")) {
+			snapshot = v;
+		} else if (!strcmp(a, "--snapshot-at")) {
+			char *end;
+			snapshot_at = strtod(v, &end);
+			if (!*v || *end || !(snapshot_at >= 0)) {
+				fprintf(stderr, "marcel-sim: --snapshot-at %s: expected a time in seconds, 0 or more\n", v);
+				return 2;
+			}
 		} else if (!strcmp(a, "--seed")) {
 			char *end;
 			seed = strtoull(v, &end, 10);
@@ -228,7 +240,7 @@ int main(int argc, char **argv)
 		for (unsigned j = 0; j < nh; j++) {
 			struct sim_config c = { .machine = m, .strategy = snames[i], .hw = hws[j].mode,
 						.policy = hws[j].policy, .static_level = hws[j].levels, .seed = seed };
-			FILE *tf = NULL;
+			FILE *tf = NULL, *sf = NULL;
 			if (trace && !i && !j) {
 				tf = fopen(trace, "w");
 				if (!tf) {
@@ -237,10 +249,21 @@ int main(int argc, char **argv)
 				}
 				c.trace = tf;
 			}
+			if (snapshot && !i && !j) {
+				sf = fopen(snapshot, "w");
+				if (!sf) {
+					fprintf(stderr, "marcel-sim: --snapshot %s: %s\n", snapshot, strerror(errno));
+					return 2;
+				}
+				c.snapshot = sf;
+				c.snapshot_at = snapshot_at;
+			}
 			struct sim_result r;
 			int e = sim_run(&c, &w, &r, err, sizeof(err));
 			if (tf)
 				fclose(tf);
+			if (sf)
+				fclose(sf);
 			if (e) {
 				fprintf(stderr, "marcel-sim: %s: %s\n", snames[i], err);
 				status = 1;

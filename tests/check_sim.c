@@ -238,6 +238,50 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* The trace and the snapshot, in the library's formats: the queues and entities all there
+ * (the renderer and marcel-trace-summary read them; tests/check_render covers those). */
+START_TEST(trace_and_snapshot)
+{
+	struct sim_machine m;
+	sim_machine_defaults(&m);
+	ck_assert_int_eq(sim_machine_preset(&m, "itanium16"), 0);
+	struct sim_workload w;
+	ck_assert_int_eq(sim_workload_make(&w, "stencil:threads=16:iters=3", 16, err, sizeof(err)), 0);
+	FILE *tf = tmpfile(), *sf = tmpfile();
+	ck_assert_ptr_nonnull(tf);
+	ck_assert_ptr_nonnull(sf);
+	struct sim_config c = { .machine = m, .strategy = "cache", .seed = 1, .trace = tf, .snapshot = sf,
+				.snapshot_at = -1 };
+	struct sim_result r;
+	ck_assert_int_eq(sim_run(&c, &w, &r, err, sizeof(err)), 0);
+	char buf[1 << 16];
+	rewind(sf);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, sf);
+	buf[n] = 0;
+	const char *head = "{\"strategy\":\"cache\",\"vps\":16,\"queues\":[";
+	ck_assert_msg(!strncmp(buf, head, strlen(head)), "snapshot starts: %.60s", buf);
+	unsigned objects = 0, threads = 0;
+	for (const char *p = buf; (p = strstr(p, "{\"index\":")); p++)
+		objects++;
+	for (const char *p = buf; (p = strstr(p, "\"kind\":\"thread\"")); p++)
+		threads++;
+	/* 21 items and 16 VP queues; the root, 15 bubbles (halves down to pairs), 16 threads. */
+	ck_assert_uint_eq(objects, 21 + 16 + 1 + w.nb_bubbles + 16);
+	ck_assert_uint_eq(threads, 16);
+	rewind(tf);
+	n = fread(buf, 1, sizeof(buf) - 1, tf);
+	buf[n] = 0;
+	ck_assert_ptr_nonnull(strstr(buf, "\"traceEvents\""));
+	ck_assert_ptr_nonnull(strstr(buf, "\"name\":\"VP15\""));
+	ck_assert_ptr_nonnull(strstr(buf, "\"ph\":\"B\""));
+	ck_assert_msg(n > 10 && !strcmp(buf + n - 4, "\n]}\n"), "trace ends: %s", buf + (n > 20 ? n - 20 : 0));
+	fclose(tf);
+	fclose(sf);
+	sim_result_free(&r);
+	sim_workload_free(&w);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sim");
@@ -250,6 +294,7 @@ int main(void)
 	tcase_add_test(tc, every_strategy_ends);
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, trace_and_snapshot);
 	suite_add_tcase(s, tc);
 	return ma_check_run(s);
 }
