@@ -325,7 +325,10 @@ START_TEST(metbench_levels)
 		ok += (unsigned)right[i];
 	ck_assert_msg(ok >= (METBENCH_ITERATIONS - 2) * 3 / 4, "heavy VPs raised in %u of the %d iterations after the second",
 		      ok, METBENCH_ITERATIONS - 2);
-	ck_assert_msg(changes >= 1 && changes <= 5, "levels changed after %u of %u iterations", changes, iterations);
+	/* With smt-quiet, a VP at -1 waits spinning (pause bursts): here, where 4 VPs share 2
+	 * processors, that takes time from the raised VPs and blurs the measure more. */
+	unsigned most = _i ? 8 : 5;
+	ck_assert_msg(changes >= 1 && changes <= most, "levels changed after %u of %u iterations", changes, iterations);
 	if (_i) {
 		struct marcel_snapshot *snap = marcel_sched_snapshot();
 		ck_assert_ptr_nonnull(snap);
@@ -420,14 +423,19 @@ START_TEST(bubbles_judged_together)
 }
 END_TEST
 
-/* A thread of bubble_level_by_hand: computes, then waits twice at the barrier of the four
- * and main (main checks between the two). */
+/* A thread of bubble_level_by_hand: computes in two iterations, then waits at the barrier
+ * of the four and main once more (main checks before it). The first iteration also holds
+ * main's own start (creating the threads: long under the sanitizers), which may have run
+ * the most on some VP; the second one is the threads' alone. */
 static void *hold_run(void *arg)
 {
-	double end = now_ms() + 2;
-	while (now_ms() < end)
-		;
-	marcel_barrier_wait(arg);
+	/* 5 ms: well over the 1 ms under which rounds merge, on the coarse clock. */
+	for (int i = 0; i < 2; i++) {
+		double end = now_ms() + 5;
+		while (now_ms() < end)
+			;
+		marcel_barrier_wait(arg);
+	}
 	marcel_barrier_wait(arg);
 	return NULL;
 }
@@ -476,7 +484,9 @@ START_TEST(bubble_level_by_hand)
 	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, NULL), EINVAL);
 	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), ESRCH);
 	ck_assert_int_eq(marcel_bubble_unset_hwprio(&a), ESRCH);
-	/* Every thread ran (A's on VPs 0 and 2, B's on 1 and 3) and waits for the second. */
+	/* Every thread ran (A's on VPs 0 and 2, B's on 1 and 3) in both iterations and waits
+	 * for main's checks. */
+	marcel_barrier_wait(&bar);
 	marcel_barrier_wait(&bar);
 	ck_assert_int_eq(marcel_bubble_set_hwprio(&a, 2), 0);
 	ck_assert_int_eq(marcel_bubble_get_hwprio(&a, &l), 0);
