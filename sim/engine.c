@@ -164,9 +164,8 @@ void sim_core_rates(struct sim *s, int core)
 static int sim_path_waiting(const struct sim *s, unsigned v)
 {
 	for (int q = s->vp[v].queue; q >= 0; q = sim_parent_queue(s, q))
-		for (const struct sim_ent *e = s->q[q].head; e; e = e->next)
-			if (!e->is_bubble || e->ready)
-				return 1;
+		if (s->q[q].runnable)
+			return 1;
 	return 0;
 }
 
@@ -190,7 +189,11 @@ static void sim_stop_run(struct sim *s, struct sim_ent *t)
 	t->last_vp = (int)v;
 	t->last_core = s->vp[v].core;
 	t->vp = -1;
+	for (int y = t->run_home; y >= 0; y = sim_parent_queue(s, y))
+		s->q[y].sub_running--;
+	t->run_home = -1;
 	s->vp[v].cur = NULL;
+	s->nb_free += !s->vp[v].wake_pending;
 	s->vp[v].idle_since = s->now;
 	sim_trace_event(s, "E", v, NULL, 0);
 	sim_core_rates(s, s->vp[v].core);
@@ -202,12 +205,18 @@ static void sim_start_run(struct sim *s, struct sim_ent *t, unsigned v)
 	if (p->idle_since >= 0)
 		p->idle_total += s->now - p->idle_since;
 	p->idle_since = -1;
+	s->nb_free -= !p->wake_pending;
 	p->cur = t;
 	t->wait += s->now - t->ready_at;
 	t->ready_at = s->now;
 	t->state = SIM_T_RUNNING;
 	t->vp = (int)v;
 	t->since = s->now;
+	/* Counted where it belongs (as the views count it), or on its VP's queue. */
+	int h = sim_home_queue(t);
+	t->run_home = h >= 0 ? h : p->queue;
+	for (int y = t->run_home; y >= 0; y = sim_parent_queue(s, y))
+		s->q[y].sub_running++;
 	if (t->last_core >= 0 && t->last_core != p->core) {
 		t->migrations++;
 		if (t->phase.kind == SIM_COMPUTE)
@@ -254,7 +263,7 @@ void sim_thread_ready(struct sim *s, struct sim_ent *t)
 	struct sim_ent *u = sim_unit_of(t);
 	t->in_cache = 1;
 	for (struct sim_ent *b = t->parent; b; b = b->parent) {
-		b->ready++;
+		sim_ready_add(s, b, 1);
 		if (b == u)
 			break;
 	}
@@ -308,6 +317,8 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			sim_stop_run(s, t);
 			t->state = SIM_T_DONE;
 			s->alive--;
+			for (struct sim_ent *b = t->parent; b; b = b->parent)
+				b->alive--;
 			sim_vp_schedule(s, v);
 			return;
 		}
@@ -371,6 +382,15 @@ static int sim_setup(struct sim *s)
 		if (!s->bar[b].waiting)
 			return ENOMEM;
 	}
+	s->qparent = malloc(s->nq * sizeof(*s->qparent));
+	s->on_path = calloc(s->nq, 1);
+	if (!s->qparent || !s->on_path)
+		return ENOMEM;
+	for (unsigned q = 0; q < s->nl; q++)
+		s->qparent[q] = s->topo.levels[q].parent ? (int)s->topo.levels[q].parent->id : -1;
+	for (unsigned v = 0; v < s->nv; v++)
+		s->qparent[s->nl + v] = (int)s->topo.vps[v].leaf->id;
+	s->nb_free = s->nv;
 	for (unsigned v = 0; v < s->nv; v++) {
 		const struct ma_level *leaf = s->topo.vps[v].leaf;
 		s->vp[v] = (struct sim_vp){ .queue = (int)(s->nl + v),
@@ -410,7 +430,7 @@ static int sim_setup(struct sim *s)
 		struct sim_ent *x = &s->thread[t];
 		x->id = t + 1;
 		x->index = (int)t;
-		x->queue = x->last_item = -1;
+		x->queue = x->last_item = x->run_home = -1;
 		x->vp = x->last_vp = x->last_core = x->home_node = -1;
 		x->parent = w->thread_bubble[t] < 0 ? &s->root : &s->bubble[w->thread_bubble[t]];
 		x->parent->kids[x->parent->nb_kids++] = x;
@@ -420,8 +440,17 @@ static int sim_setup(struct sim *s)
 		x->item = x->fixed_item >= 0 ? x->fixed_item : x->parent == &s->root ? 0 : -1;
 		x->phase.kind = SIM_COMPUTE; /* empty: sim_advance fetches the first phase */
 	}
+	for (unsigned t = 0; t < n; t++)
+		for (struct sim_ent *b = s->thread[t].parent; b; b = b->parent)
+			b->alive++;
 	s->alive = n;
 	s->iter_barrier = -1;
+	for (unsigned l = 0; l < s->nl; l++)
+		if (s->topo.levels[l].arity > s->max_kids)
+			s->max_kids = s->topo.levels[l].arity;
+	s->pick_kids = calloc(s->max_kids ? s->max_kids : 1, sizeof(*s->pick_kids));
+	if (!s->pick_kids)
+		return ENOMEM;
 	return 0;
 }
 
@@ -442,6 +471,9 @@ static void sim_teardown(struct sim *s)
 	free(s->q);
 	free(s->vp);
 	free(s->heap);
+	free(s->pick_kids);
+	free(s->qparent);
+	free(s->on_path);
 	ma_topo_free(&s->topo);
 }
 
@@ -531,6 +563,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 			break;
 		case SIM_EV_WAKE:
 			s->vp[ev.who].wake_pending = 0;
+			if (!s->vp[ev.who].cur)
+				s->nb_free++;
 			sim_vp_schedule(s, (unsigned)ev.who);
 			break;
 		}

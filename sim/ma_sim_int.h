@@ -34,6 +34,7 @@ struct sim_ent {
 	int last_item;
 	int fixed_item;             /* a pinned thread's VP queue, else -1 */
 	unsigned ready;             /* closed bubble: threads ready in its cache (subtree) */
+	unsigned alive;             /* bubble: threads of its subtree not ended */
 	/* thread */
 	enum sim_tstate state;
 	int vp, last_vp;
@@ -50,11 +51,17 @@ struct sim_ent {
 	unsigned migrations;
 	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
 	double slice_end;
+	int run_home;               /* while running: the queue it counts in (sub_running) */
 };
 
 struct sim_queue {
 	struct sim_ent *head, *tail;
+	struct sim_ent *idle;       /* first closed bubble with nothing ready (sched.c) */
 	unsigned n;
+	unsigned runnable;          /* of those, threads and closed bubbles with ready ones */
+	unsigned long sub_queued;   /* entities queued here and on the queues below */
+	unsigned long sub_running;  /* threads running that belong here or below */
+	unsigned ready;             /* threads waiting here, a closed bubble's counted (at least 1) */
 };
 
 struct sim_vp {
@@ -109,6 +116,11 @@ struct sim {
 	const struct ma_strategy *s;
 	void *priv;
 	int beat_armed;
+	unsigned max_kids;          /* the widest item's children (pick views) */
+	int *qparent;               /* each queue's parent queue, -1: the machine's */
+	unsigned char *on_path;     /* scratch for view.c: the queues of one VP's path */
+	unsigned nb_free;           /* VPs idle with no wake-up on its way */
+	struct ma_pick_kid *pick_kids;
 	/* hwprio */
 	struct ma_hw_policy_params params;
 	struct ma_hw_policy_state st;
@@ -141,6 +153,8 @@ void sim_trace_event(struct sim *s, const char *ph, unsigned vp, const char *nam
 /* sched.c */
 void sim_enqueue(struct sim *s, struct sim_ent *e, int q);
 void sim_dequeue(struct sim *s, struct sim_ent *e);
+void sim_ready_add(struct sim *s, struct sim_ent *b, int delta);
+int sim_home_queue(const struct sim_ent *t);
 struct sim_ent *sim_unit_of(struct sim_ent *t);
 void sim_notify(struct sim *s, int q, int near_vp);
 struct sim_ent *sim_find_next(struct sim *s, unsigned v);
@@ -150,6 +164,7 @@ void sim_strategy_beat(struct sim *s);
 struct sim_ent *sim_entity(struct sim *s, uint64_t id);
 int sim_queue_sees(const struct sim *s, int q, unsigned v);
 int sim_parent_queue(const struct sim *s, int q);
+int sim_queue_within(const struct sim *s, int q, int anc);
 void sim_execute(struct sim *s, const struct ma_dlist *l);
 
 /* view.c */

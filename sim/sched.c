@@ -21,10 +21,15 @@
 
 int sim_parent_queue(const struct sim *s, int q)
 {
-	if (q >= (int)s->nl)
-		return (int)s->topo.vps[q - (int)s->nl].leaf->id;
-	const struct ma_level *p = s->topo.levels[q].parent;
-	return p ? (int)p->id : -1;
+	return s->qparent[q];
+}
+
+int sim_queue_within(const struct sim *s, int q, int anc)
+{
+	for (; q >= 0; q = sim_parent_queue(s, q))
+		if (q == anc)
+			return 1;
+	return 0;
 }
 
 int sim_queue_sees(const struct sim *s, int q, unsigned v)
@@ -35,25 +40,39 @@ int sim_queue_sees(const struct sim *s, int q, unsigned v)
 	return 0;
 }
 
-void sim_enqueue(struct sim *s, struct sim_ent *e, int q)
+static int sim_runnable(const struct sim_ent *e)
 {
-	struct sim_queue *x = &s->q[q];
-	e->queue = q;
-	e->next = NULL;
-	e->prev = x->tail;
-	if (x->tail)
-		x->tail->next = e;
-	else
-		x->head = e;
-	x->tail = e;
-	x->n++;
+	return !e->is_bubble || e->ready;
 }
 
-void sim_dequeue(struct sim *s, struct sim_ent *e)
+/*
+ * A queue keeps its runnable entities (threads, closed bubbles with ready threads) ahead
+ * of its closed bubbles with none, each part in the order it came: find_next then stops
+ * at the head, where the library's scans past the empty ones (a queue of thousands of
+ * them costs the simulator, not the machine it models). `idle` is the first entity of the
+ * second part, NULL if there is none.
+ */
+static void sim_link(struct sim_queue *x, struct sim_ent *e)
 {
-	if (e->queue < 0)
-		return;
-	struct sim_queue *x = &s->q[e->queue];
+	struct sim_ent *before = sim_runnable(e) ? x->idle : NULL;
+	e->next = before;
+	e->prev = before ? before->prev : x->tail;
+	if (e->prev)
+		e->prev->next = e;
+	else
+		x->head = e;
+	if (before)
+		before->prev = e;
+	else
+		x->tail = e;
+	if (!sim_runnable(e) && !x->idle)
+		x->idle = e;
+}
+
+static void sim_unlink(struct sim_queue *x, struct sim_ent *e)
+{
+	if (x->idle == e)
+		x->idle = e->next;
 	if (e->prev)
 		e->prev->next = e->next;
 	else
@@ -62,9 +81,58 @@ void sim_dequeue(struct sim *s, struct sim_ent *e)
 		e->next->prev = e->prev;
 	else
 		x->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+/* A closed bubble's ready count changes: its queue's count of runnable entities too, and
+ * its part of the queue if it became runnable or stopped being so. */
+/* What an entity adds to its queue's ready count (ma_vitem.ready). */
+static unsigned sim_ready_of(const struct sim_ent *e)
+{
+	return e->is_bubble && e->ready ? e->ready : 1;
+}
+
+void sim_ready_add(struct sim *s, struct sim_ent *b, int delta)
+{
+	int was = sim_runnable(b);
+	if (b->queue >= 0)
+		s->q[b->queue].ready -= sim_ready_of(b);
+	b->ready = (unsigned)((int)b->ready + delta);
+	if (b->queue >= 0)
+		s->q[b->queue].ready += sim_ready_of(b);
+	int now = sim_runnable(b);
+	if (b->queue < 0 || was == now)
+		return;
+	struct sim_queue *x = &s->q[b->queue];
+	x->runnable = x->runnable - (unsigned)was + (unsigned)now;
+	sim_unlink(x, b);
+	sim_link(x, b);
+}
+
+void sim_enqueue(struct sim *s, struct sim_ent *e, int q)
+{
+	struct sim_queue *x = &s->q[q];
+	x->runnable += (unsigned)sim_runnable(e);
+	x->ready += sim_ready_of(e);
+	for (int y = q; y >= 0; y = sim_parent_queue(s, y))
+		s->q[y].sub_queued++;
+	e->queue = q;
+	sim_link(x, e);
+	x->n++;
+}
+
+void sim_dequeue(struct sim *s, struct sim_ent *e)
+{
+	if (e->queue < 0)
+		return;
+	struct sim_queue *x = &s->q[e->queue];
+	x->runnable -= (unsigned)sim_runnable(e);
+	x->ready -= sim_ready_of(e);
+	for (int y = e->queue; y >= 0; y = sim_parent_queue(s, y))
+		s->q[y].sub_queued--;
+	sim_unlink(x, e);
 	x->n--;
 	e->queue = -1;
-	e->prev = e->next = NULL;
 }
 
 /* The closed bubble whose cache a thread without a queue of its own waits in: its
@@ -125,9 +193,12 @@ void sim_notify(struct sim *s, int q, int near_vp)
 {
 	unsigned first, n;
 	sim_span(s, q, &first, &n);
-	int best = sim_outward(s, q, first, n, near_vp, SIM_IDLE_SEEING);
-	if (best < 0 && s->s->decide_vp_idle)
-		best = sim_outward(s, q, 0, s->nv, near_vp, SIM_IDLE_ANY);
+	int best = -1;
+	if (s->nb_free) {
+		best = sim_outward(s, q, first, n, near_vp, SIM_IDLE_SEEING);
+		if (best < 0 && s->s->decide_vp_idle)
+			best = sim_outward(s, q, 0, s->nv, near_vp, SIM_IDLE_ANY);
+	}
 	if (best < 0) {
 		for (unsigned k = 0; k < s->q[q].n; k++) {
 			int v = sim_outward(s, q, first, n, near_vp, SIM_BUSY_SEEING);
@@ -138,6 +209,7 @@ void sim_notify(struct sim *s, int q, int near_vp)
 		return;
 	}
 	s->vp[best].wake_pending = 1;
+	s->nb_free--;
 	/* An idle VP takes a moment to notice (wake_us): among several woken at once, which
 	 * reaches a shared queue first is chance, as on a real machine. */
 	sim_push(s, s->now + s->m->wake_s * sim_random(s), SIM_EV_WAKE, best, 0);
@@ -146,21 +218,21 @@ void sim_notify(struct sim *s, int q, int near_vp)
 /* ---- bubbles ---- */
 
 /* Takes a ready thread out of closed bubble b's cache (depth first, member order). */
-static struct sim_ent *sim_cache_take(struct sim_ent *b, struct sim_ent *unit)
+static struct sim_ent *sim_cache_take(struct sim *s, struct sim_ent *b, struct sim_ent *unit)
 {
 	for (unsigned i = 0; i < b->nb_kids; i++) {
 		struct sim_ent *k = b->kids[i];
 		if (!k->is_bubble && k->in_cache && k->state == SIM_T_READY) {
 			k->in_cache = 0;
 			for (struct sim_ent *x = k->parent; x; x = x->parent) {
-				x->ready--;
+				sim_ready_add(s, x, -1);
 				if (x == unit)
 					break;
 			}
 			return k;
 		}
 		if (k->is_bubble && !k->opened && k->ready) {
-			struct sim_ent *t = sim_cache_take(k, unit);
+			struct sim_ent *t = sim_cache_take(s, k, unit);
 			if (t)
 				return t;
 		}
@@ -483,7 +555,6 @@ static struct ma_decision sim_pick(struct sim *s, struct sim_ent *b, int q, unsi
 		d = s->s->decide_pick(&pv, s->priv);
 		d.flags &= ~(unsigned)(MA_D_KIDS | MA_D_LOAD);
 	}
-	free(pv.kids);
 	if (d.entity != b->id || (d.kind == MA_D_BURST && d.item != q) || (d.kind == MA_D_MOVE && d.item < 0) ||
 	    (d.kind != MA_D_BURST && d.kind != MA_D_MOVE))
 		return serve;
@@ -496,7 +567,7 @@ static struct sim_ent *sim_best(struct sim *s, unsigned v)
 {
 	struct sim_ent *best = NULL;
 	for (int q = s->vp[v].queue; q >= 0; q = sim_parent_queue(s, q))
-		for (struct sim_ent *e = s->q[q].head; e; e = e->next)
+		for (struct sim_ent *e = s->q[q].runnable ? s->q[q].head : NULL; e; e = e->next)
 			if ((!e->is_bubble || e->ready) && (!best || e->prio > best->prio)) {
 				best = e;
 				break;
@@ -527,7 +598,7 @@ struct sim_ent *sim_find_next(struct sim *s, unsigned v)
 			if (!sim_queue_sees(s, d.item, v))
 				sim_notify(s, d.item, (int)v);
 		} else {
-			struct sim_ent *t = sim_cache_take(e, e);
+			struct sim_ent *t = sim_cache_take(s, e, e);
 			if (t)
 				return t;
 			return NULL;

@@ -47,7 +47,7 @@ void sim_view_free(struct ma_view *v)
 }
 
 /* The queue thread t belongs to while it runs: its own, its closed unit's, or none. */
-static int sim_home_queue(const struct sim_ent *t)
+int sim_home_queue(const struct sim_ent *t)
 {
 	if (t->item >= 0)
 		return t->item;
@@ -74,10 +74,7 @@ static void sim_items(struct sim *s, struct ma_vitem *it, unsigned flags)
 		if (flags & MA_VIEW_SHAPE)
 			continue;
 		x->queued = s->q[q].n;
-		unsigned ready = 0;
-		for (const struct sim_ent *e = s->q[q].head; e; e = e->next)
-			ready += e->is_bubble ? (e->ready ? e->ready : 1) : 1;
-		x->ready = (flags & MA_VIEW_READY) ? ready : x->queued;
+		x->ready = (flags & MA_VIEW_READY) ? s->q[q].ready : x->queued;
 	}
 	if (!(flags & MA_VIEW_SHAPE))
 		for (unsigned v = 0; v < s->nv; v++)
@@ -216,11 +213,8 @@ static int sim_placed(struct sim *s, struct ma_view *v, struct ma_view_rt *rt, c
 		const struct sim_ent *e = &s->bubble[b];
 		if (e->opened || e->item < 0 || (e->parent && !e->parent->opened) || (skip && sim_within(e, skip)))
 			continue;
-		unsigned n = 0;
-		for (unsigned t = 0; t < s->w->nb_threads; t++)
-			n += s->thread[t].state != SIM_T_DONE && sim_within(&s->thread[t], e);
 		int q = e->item >= (int)s->nl ? (int)s->topo.vps[e->item - (int)s->nl].leaf->id : e->item;
-		placed[q] += n;
+		placed[q] += e->alive;
 	}
 	v->placed = placed;
 	return 0;
@@ -230,26 +224,28 @@ static int sim_placed(struct sim *s, struct ma_view *v, struct ma_view_rt *rt, c
 static int sim_waiting(struct sim *s, struct ma_view *v, struct ma_view_rt *rt, unsigned self)
 {
 	unsigned n = 0;
+	for (int q = s->vp[self].queue; q >= 0; q = sim_parent_queue(s, q))
+		s->on_path[q] = 1;
 	for (unsigned q = 0; q < s->nq; q++)
-		if (!sim_queue_sees(s, (int)q, self))
+		if (!s->on_path[q])
 			n += s->q[q].n < MA_VIEW_WAITING_MAX ? s->q[q].n : MA_VIEW_WAITING_MAX;
 	const struct ma_vnode **w = sim_alloc(rt, n * sizeof(*w));
 	struct ma_vnode *nodes = sim_alloc(rt, n * sizeof(*nodes));
-	if (!w || !nodes)
+	if (!w || !nodes) {
+		for (int q = s->vp[self].queue; q >= 0; q = sim_parent_queue(s, q))
+			s->on_path[q] = 0;
 		return -1;
+	}
 	unsigned k = 0;
 	for (unsigned q = 0; q < s->nq; q++) {
-		if (sim_queue_sees(s, (int)q, self))
+		if (s->on_path[q] || !s->q[q].n)
 			continue;
 		unsigned c = 0;
 		for (const struct sim_ent *e = s->q[q].head; e && c < MA_VIEW_WAITING_MAX; e = e->next, c++) {
 			sim_node_fill(&nodes[k], e, NULL);
 			if (e->is_bubble) {
-				unsigned alive = 0;
-				for (unsigned t = 0; t < s->w->nb_threads; t++)
-					alive += s->thread[t].state != SIM_T_DONE && sim_within(&s->thread[t], e);
-				nodes[k].nb_threads = alive;
-				nodes[k].load = alive;
+				nodes[k].nb_threads = e->alive;
+				nodes[k].load = e->alive;
 			}
 			w[k] = &nodes[k];
 			k++;
@@ -257,6 +253,8 @@ static int sim_waiting(struct sim *s, struct ma_view *v, struct ma_view_rt *rt, 
 	}
 	v->waiting = w;
 	v->nb_waiting = k;
+	for (int q = s->vp[self].queue; q >= 0; q = sim_parent_queue(s, q))
+		s->on_path[q] = 0;
 	return 0;
 }
 
@@ -320,20 +318,12 @@ void sim_pick_view(struct sim *s, struct ma_pick_view *pv, struct sim_ent *b, in
 	memset(pv, 0, sizeof(*pv));
 	pv->topo = &s->topo;
 	sim_node_fill(&pv->b, b, NULL);
-	unsigned alive = 0;
-	for (unsigned t = 0; t < s->w->nb_threads; t++)
-		alive += s->thread[t].state != SIM_T_DONE && sim_within(&s->thread[t], b);
-	pv->b.nb_threads = alive;
-	pv->b.load = alive;
+	pv->b.nb_threads = b->alive;
+	pv->b.load = b->alive;
 	pv->item = q;
 	pv->self_vp = (int)v;
-	pv->max_kids = 0;
-	for (unsigned l = 0; l < s->nl; l++)
-		if (s->topo.levels[l].arity > pv->max_kids)
-			pv->max_kids = s->topo.levels[l].arity;
-	pv->kids = calloc(pv->max_kids ? pv->max_kids : 1, sizeof(*pv->kids));
-	if (!pv->kids)
-		pv->max_kids = 0;
+	pv->max_kids = s->max_kids;
+	pv->kids = s->pick_kids;
 }
 
 void sim_pick_kids(struct sim *s, struct ma_pick_view *pv, unsigned v)
@@ -358,21 +348,20 @@ void sim_pick_kids(struct sim *s, struct ma_pick_view *pv, unsigned v)
 	free(it);
 }
 
+/* From the queues' running sums (sched.c, engine.c keep them): no walk of the queues. */
 void sim_pick_load(struct sim *s, struct ma_pick_view *pv, struct sim_ent *b)
 {
-	struct ma_vitem *it = calloc(s->nq, sizeof(*it));
-	if (!it)
-		return;
-	sim_items(s, it, 0);
-	const struct ma_vitem *x = &it[pv->item];
+	const struct sim_queue *x = &s->q[pv->item];
 	unsigned own = 0;
-	for (unsigned v = 0; v < s->nv; v++)
-		own += s->vp[v].cur && sim_within(s->vp[v].cur, b);
+	for (unsigned i = 0; i < b->nb_kids; i++)
+		if (!b->kids[i]->is_bubble && b->kids[i]->state == SIM_T_RUNNING && b->kids[i]->run_home >= 0 &&
+		    sim_queue_within(s, b->kids[i]->run_home, pv->item))
+			own++;
+	unsigned nb_vps = pv->item >= (int)s->nl ? 1 : s->topo.levels[pv->item].nb_vps;
 	pv->has_load = 1;
-	pv->load = (struct ma_pick_load){ .nb_vps = x->nb_vps, .queued = x->sub_queued,
+	pv->load = (struct ma_pick_load){ .nb_vps = nb_vps, .queued = x->sub_queued,
 					  .running = x->sub_running > own ? x->sub_running - own : 0,
 					  .threads = pv->b.nb_threads };
 	for (unsigned i = 0; i < b->nb_kids; i++)
 		pv->load.direct |= !b->kids[i]->is_bubble;
-	free(it);
 }
