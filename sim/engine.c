@@ -105,7 +105,19 @@ static void sim_trace_start(struct sim *s)
 			",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"VP%u\"}}"
 			",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
 			v + 1, v, v + 1, v);
-	/* Membership, as the library traces it when bubbles are filled. */
+	fprintf(s->trace,
+		",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"outside\"}}"
+		",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
+		s->nv + 1, s->nv + 1, s->nv);
+	/* Membership, as the library traces it when bubbles are filled: bubbles in their
+	 * parents (parents first), then threads. */
+	for (unsigned b = 0; b < s->w->nb_bubbles; b++)
+		if (s->bubble[b].parent && s->bubble[b].parent != &s->root)
+			fprintf(s->trace,
+				",\n{\"ph\":\"i\",\"pid\":1,\"tid\":%u,\"ts\":0.000,\"s\":\"t\",\"cat\":\"bubble\","
+				"\"name\":\"bubble insert\",\"args\":{\"bubble\":%llu,\"entity\":\"bubble %llu\"}}",
+				s->nv + 1, (unsigned long long)(s->bubble[b].parent->id & ~SIM_BUBBLE_TAG),
+				(unsigned long long)(s->bubble[b].id & ~SIM_BUBBLE_TAG));
 	for (unsigned t = 0; t < s->w->nb_threads; t++)
 		if (s->thread[t].parent && s->thread[t].parent != &s->root)
 			fprintf(s->trace,
@@ -311,6 +323,16 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			if (s->iter_barrier == t->phase.id)
 				sim_hw_iteration(s);
 			continue;
+		}
+		case SIM_SLEEP: {
+			if (t->phase.work <= 0)
+				continue;
+			unsigned v = (unsigned)t->vp;
+			sim_stop_run(s, t);
+			t->state = SIM_T_BLOCKED;
+			sim_push(s, s->now + t->phase.work, SIM_EV_AWAKE, t->index, ++t->version);
+			sim_vp_schedule(s, v);
+			return;
 		}
 		case SIM_END: {
 			unsigned v = (unsigned)t->vp;
@@ -560,6 +582,10 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 			break;
 		case SIM_EV_BEAT:
 			sim_strategy_beat(s);
+			break;
+		case SIM_EV_AWAKE:
+			if (s->thread[ev.who].version == ev.version && s->thread[ev.who].state == SIM_T_BLOCKED)
+				sim_thread_ready(s, &s->thread[ev.who]);
 			break;
 		case SIM_EV_WAKE:
 			s->vp[ev.who].wake_pending = 0;

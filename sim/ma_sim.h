@@ -62,6 +62,7 @@ int sim_machine_preset(struct sim_machine *m, const char *name);
 enum sim_phase_kind {
 	SIM_COMPUTE,     /* work (seconds alone), mem: fraction of it spent on memory */
 	SIM_BARRIER,     /* wait until every thread of barrier `id` arrived */
+	SIM_SLEEP,       /* wait `work` seconds, off every processor */
 	SIM_END,
 };
 
@@ -91,6 +92,7 @@ struct sim_workload {
 	unsigned *barrier_count;    /* threads each barrier waits for */
 	sim_next_fn next;
 	void *data;                 /* the generator's */
+	void (*free_data)(struct sim_workload *w); /* frees data, NULL: free() does */
 	char desc[160];
 };
 
@@ -98,6 +100,10 @@ struct sim_workload {
  * them) for a machine of nb_vps VPs. 0, or EINVAL with a line in err naming the bad part. */
 int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps, char *err, size_t errlen);
 void sim_workload_free(struct sim_workload *w);
+/* The replay workload (replay.c): trace `path` (MARCEL_TRACE's format) as programs, its
+ * computation times `scale`, `mem` of it memory. 0, or an errno with a line in err. */
+int sim_replay_make(struct sim_workload *w, const char *path, double scale, double mem, char *err, size_t errlen);
+void sim_replay_free(struct sim_workload *w);
 /* "name: description" of each workload, one per line. */
 void sim_workload_list(FILE *out);
 

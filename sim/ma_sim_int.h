@@ -87,7 +87,7 @@ struct sim_event {
 	unsigned long version;
 };
 
-enum { SIM_EV_COMPLETE, SIM_EV_SLICE, SIM_EV_BEAT, SIM_EV_WAKE };
+enum { SIM_EV_COMPLETE, SIM_EV_SLICE, SIM_EV_BEAT, SIM_EV_WAKE, SIM_EV_AWAKE };
 
 struct sim_barrier {
 	unsigned count, arrived;

@@ -237,12 +237,37 @@ static int sim_stencil(struct sim_workload *w, char *args, unsigned nb_vps, char
 	return 0;
 }
 
+/* replay:file=PATH[:scale=X][:mem=M] */
+static int sim_replay(struct sim_workload *w, char *args, char *err, size_t errlen)
+{
+	double scale = 1, mem = 0;
+	const char *file = NULL;
+	char *key, *val;
+	while ((key = sim_next_kv(&args, &val))) {
+		int e = 0;
+		if (!strcmp(key, "file") && val && *val)
+			file = val;
+		else if (!strcmp(key, "scale"))
+			e = sim_num(key, val, 1e-6, 1e6, &scale, err, errlen);
+		else if (!strcmp(key, "mem"))
+			e = sim_num(key, val, 0, 1, &mem, err, errlen);
+		else
+			return sim_werr(err, errlen, "replay: '%s' is not one of file=, scale=, mem=", key);
+		if (e)
+			return e;
+	}
+	if (!file)
+		return sim_werr(err, errlen, "replay: file=PATH is missing (a MARCEL_TRACE file)");
+	return sim_replay_make(w, file, scale, mem, err, errlen);
+}
+
 static const struct {
 	const char *name, *help;
 } sim_workloads[] = {
 	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin: per-rank loads, a barrier per iteration" },
 	{ "metbenchvar", "as metbench, the heavy and light ranks swapped every swap=K (15) iterations, 45 iterations" },
 	{ "stencil", "threads=N iters=T work=S mem=M flat|pin: conduction/advection stripes, bubbles after the data" },
+	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
 };
 
 void sim_workload_list(FILE *out)
@@ -265,9 +290,11 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 		e = sim_metbench(w, args, nb_vps, err, errlen, !strcmp(copy, "metbenchvar"));
 	else if (!strcmp(copy, "stencil"))
 		e = sim_stencil(w, args, nb_vps, err, errlen);
+	else if (!strcmp(copy, "replay"))
+		e = sim_replay(w, args, err, errlen);
 	else
-		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil", copy);
-	if (!e) {
+		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil, replay", copy);
+	if (!e && w->next != NULL && strcmp(copy, "replay")) {
 		static const char *const names[] = { "metbench", "metbenchvar", "stencil" };
 		for (unsigned i = 0; i < 3; i++)
 			if (!strcmp(copy, names[i]))
@@ -281,10 +308,14 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 
 void sim_workload_free(struct sim_workload *w)
 {
-	struct sim_gen *g = w->data;
-	if (g)
-		free(g->work);
-	free(g);
+	if (w->free_data) {
+		w->free_data(w);
+	} else {
+		struct sim_gen *g = w->data;
+		if (g)
+			free(g->work);
+		free(g);
+	}
 	free(w->thread_bubble);
 	free(w->bubbles);
 	free(w->pin);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ma_check_run.h"
 #include "ma_sim.h"
 
@@ -282,6 +283,54 @@ START_TEST(trace_and_snapshot)
 }
 END_TEST
 
+/* A run's trace replayed: the same threads compute as long as they ran (no speed
+ * differences on this machine), in the same bubbles; a corrupt trace gets one line. */
+START_TEST(replay_round_trip)
+{
+	struct sim_machine m;
+	sim_machine_defaults(&m);
+	m.topology = "core:4";
+	struct sim_workload w;
+	ck_assert_int_eq(sim_workload_make(&w, "stencil:threads=6:iters=5:work=0.6", 4, err, sizeof(err)), 0);
+	char path[] = "/tmp/check-sim-trace-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	FILE *tf = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(tf);
+	struct sim_config c = { .machine = m, .strategy = "cache", .seed = 1, .trace = tf };
+	struct sim_result orig;
+	ck_assert_int_eq(sim_run(&c, &w, &orig, err, sizeof(err)), 0);
+	fclose(tf);
+	char spec[128];
+	snprintf(spec, sizeof(spec), "replay:file=%s", path);
+	struct sim_result r = run(&m, spec, "cache", SIM_HW_OFF, 0, NULL, 4);
+	ck_assert_uint_eq(r.nb_threads, 6);
+	for (unsigned t = 0; t < 6; t++)
+		ck_assert_msg(fabs(r.thread[t].run - orig.thread[t].run) < 1e-6, "thread %u: ran %.9f s, recorded %.9f s", t,
+			      r.thread[t].run, orig.thread[t].run);
+	struct sim_workload rw;
+	ck_assert_int_eq(sim_workload_make(&rw, spec, 4, err, sizeof(err)), 0);
+	ck_assert_uint_eq(rw.nb_bubbles, w.nb_bubbles);
+	for (unsigned t = 1; t < 6; t++)
+		ck_assert_int_eq(rw.thread_bubble[t] == rw.thread_bubble[t - 1], w.thread_bubble[t] == w.thread_bubble[t - 1]);
+	sim_workload_free(&rw);
+	/* Corrupt: cut in the middle. */
+	FILE *f = fopen(path, "r+");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(ftruncate(fileno(f), 300), 0);
+	fclose(f);
+	ck_assert_int_eq(sim_workload_make(&rw, spec, 4, err, sizeof(err)), EINVAL);
+	ck_assert_msg(strstr(err, "not a marcel trace") && strstr(err, path), "%s", err);
+	unlink(path);
+	snprintf(spec, sizeof(spec), "replay:file=%s", path);
+	ck_assert_int_eq(sim_workload_make(&rw, spec, 4, err, sizeof(err)), ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	sim_result_free(&orig);
+	sim_result_free(&r);
+	sim_workload_free(&w);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sim");
@@ -295,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, trace_and_snapshot);
+	tcase_add_test(tc, replay_round_trip);
 	suite_add_tcase(s, tc);
 	return ma_check_run(s);
 }
