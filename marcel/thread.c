@@ -196,10 +196,8 @@ int marcel_create_posix(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t 
 
 int marcel_wake_up_created_thread(marcel_t t)
 {
-	if (ma_unlikely(!ma_rt.running))
-		return ma_not_running("marcel_wake_up_created_thread", ESRCH);
 	if (!ma_task_valid(t))
-		return ESRCH;
+		return ma_rt.running ? ESRCH : ma_not_running("marcel_wake_up_created_thread", ESRCH);
 	if (!t->dontsched)
 		return EINVAL;
 	return ma_hook_task_start(t, 0);
@@ -227,12 +225,11 @@ static void ma_join_canceled(struct marcel_task *t, struct ma_waiter *wt)
 
 int marcel_join(marcel_t t, any_t *status)
 {
-	/* No thread exists then, and t may be anything: the handle a failed marcel_create
-	 * never wrote, or one whose descriptor marcel_end freed. */
-	if (ma_unlikely(!ma_rt.running))
-		return ma_not_running("marcel_join", ESRCH);
+	/* Outside a running runtime no thread exists, and t may be anything: the handle a
+	 * failed marcel_create never wrote, or one whose descriptor marcel_end freed
+	 * (ma_task_valid reads it only while the runtime runs). */
 	if (!ma_task_valid(t))
-		return ESRCH;
+		return ma_rt.running ? ESRCH : ma_not_running("marcel_join", ESRCH);
 	struct marcel_task *self = ma_task_self();
 	if (t == self)
 		return EDEADLK;
@@ -270,10 +267,8 @@ int marcel_join(marcel_t t, any_t *status)
 
 int marcel_detach(marcel_t t)
 {
-	if (ma_unlikely(!ma_rt.running))
-		return ma_not_running("marcel_detach", ESRCH);
 	if (!ma_task_valid(t))
-		return ESRCH;
+		return ma_rt.running ? ESRCH : ma_not_running("marcel_detach", ESRCH);
 	uintptr_t v = atomic_load(&t->link);
 	for (;;) {
 		if (v & (MA_LINK_DETACHED | ~MA_LINK_FLAGS))
