@@ -1,12 +1,14 @@
 /*
- * Reading marcel's JSON traces, shared by tools/marcel-trace-summary and the trace tests:
- * a strict JSON parser (RFC 8259: the whole grammar, string escapes, UTF-8, no trailing
- * data) that hands each element of "traceEvents" to a callback, and the per-track summary
- * the tool prints. Header-only so that the tests check exactly what the tool reads.
+ * Reading marcel's JSON files, shared by tools/marcel-trace-summary, tools/marcel-render
+ * and their tests: a strict JSON parser (RFC 8259: the whole grammar, string escapes,
+ * UTF-8, no trailing data) that hands each element of a trace's "traceEvents" to a
+ * callback or keeps a whole document (a snapshot) as a tree, and the per-track summary
+ * of a trace. Header-only so that the tests check exactly what the tools read.
  */
 #ifndef MARCEL_TRACE_JSON_H
 #define MARCEL_TRACE_JSON_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -509,6 +511,239 @@ static inline char *tj_read_file(const char *path, size_t *len)
 	buf[n] = 0;
 	*len = n;
 	return buf;
+}
+
+/* ---- whole documents (snapshots) ----
+ *
+ * The same grammar, kept as a tree: marcel-render reads snapshots with it. Objects keep
+ * their members in file order (what makes output deterministic) and a key given twice
+ * is an error, since which one a reader would take is not defined. */
+
+enum tj_type { TJ_NULL, TJ_FALSE, TJ_TRUE, TJ_NUMBER, TJ_STRING, TJ_ARRAY, TJ_OBJECT };
+
+struct tj_node {
+	enum tj_type type;
+	double num;                       /* TJ_NUMBER */
+	char *str;                        /* TJ_STRING: decoded; TJ_NUMBER: its text */
+	unsigned n;                       /* TJ_ARRAY, TJ_OBJECT: number of items */
+	struct tj_node *items;            /* elements, or members' values */
+	char **keys;                      /* TJ_OBJECT: members' keys */
+};
+
+static inline void tj_node_free(struct tj_node *v)
+{
+	for (unsigned i = 0; i < v->n; i++) {
+		tj_node_free(&v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->str);
+	memset(v, 0, sizeof(*v));
+}
+
+/* The decoded string at ps->p, in a buffer of its own: the raw text bounds its length. */
+static inline char *tj_dom_string(struct tj_parser *ps)
+{
+	const char *q = ps->p + 1;
+	while (q < ps->end && *q != '"')
+		q += *q == '\\' ? 2 : 1;
+	size_t cap = (size_t)(q - ps->p) + 1;
+	char *s = malloc(cap);
+	if (!s) {
+		tj_fail(ps, "out of memory");
+		return NULL;
+	}
+	if (tj_string(ps, s, cap)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Room for one more item in v (its arrays grow by doubling). */
+static inline struct tj_node *tj_dom_push(struct tj_parser *ps, struct tj_node *v, unsigned *cap)
+{
+	if (v->n == *cap) {
+		unsigned ncap = *cap ? *cap * 2 : 4;
+		struct tj_node *items = realloc(v->items, ncap * sizeof(*items));
+		if (items)
+			v->items = items;
+		if (items && v->type == TJ_OBJECT) {
+			char **keys = realloc(v->keys, ncap * sizeof(*keys));
+			if (keys)
+				v->keys = keys;
+			else
+				items = NULL;
+		}
+		if (!items) {
+			tj_fail(ps, "out of memory");
+			return NULL;
+		}
+		*cap = ncap;
+	}
+	struct tj_node *x = &v->items[v->n];
+	memset(x, 0, sizeof(*x));
+	if (v->keys)
+		v->keys[v->n] = NULL;
+	v->n++;
+	return x;
+}
+
+static inline int tj_dom_value(struct tj_parser *ps, struct tj_node *v, int depth);
+
+/* The members or elements of the object or array at ps->p into v (v->type set). */
+static inline int tj_dom_items(struct tj_parser *ps, struct tj_node *v, int depth)
+{
+	char close = v->type == TJ_OBJECT ? '}' : ']';
+	unsigned cap = 0;
+	if (depth > TJ_MAX_DEPTH)
+		return tj_fail(ps, "nested too deep");
+	ps->p++;
+	tj_ws(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 0;
+	}
+	for (;;) {
+		tj_ws(ps);
+		char *key = NULL;
+		if (v->type == TJ_OBJECT) {
+			if (ps->p >= ps->end || *ps->p != '"')
+				return tj_fail(ps, "expected a string");
+			if (!(key = tj_dom_string(ps)))
+				return -1;
+			for (unsigned i = 0; i < v->n; i++)
+				if (!strcmp(v->keys[i], key)) {
+					tj_fail(ps, "key \"%.64s\" given twice in an object", key);
+					free(key);
+					return -1;
+				}
+			tj_ws(ps);
+			if (ps->p >= ps->end || *ps->p != ':') {
+				free(key);
+				return tj_fail(ps, "':' expected");
+			}
+			ps->p++;
+			tj_ws(ps);
+		}
+		struct tj_node *x = tj_dom_push(ps, v, &cap);
+		if (!x) {
+			free(key);
+			return -1;
+		}
+		if (key)
+			v->keys[v->n - 1] = key;
+		if (tj_dom_value(ps, x, depth + 1))
+			return -1;
+		tj_ws(ps);
+		if (ps->p >= ps->end)
+			return tj_fail(ps, v->type == TJ_OBJECT ? "unterminated object" : "unterminated array");
+		if (*ps->p == close) {
+			ps->p++;
+			return 0;
+		}
+		if (*ps->p != ',')
+			return tj_fail(ps, v->type == TJ_OBJECT ? "',' or '}' expected" : "',' or ']' expected");
+		ps->p++;
+	}
+}
+
+static inline int tj_dom_value(struct tj_parser *ps, struct tj_node *v, int depth)
+{
+	if (ps->p >= ps->end)
+		return tj_fail(ps, "value expected");
+	switch (*ps->p) {
+	case '{':
+		v->type = TJ_OBJECT;
+		return tj_dom_items(ps, v, depth);
+	case '[':
+		v->type = TJ_ARRAY;
+		return tj_dom_items(ps, v, depth);
+	case '"':
+		v->type = TJ_STRING;
+		return (v->str = tj_dom_string(ps)) ? 0 : -1;
+	case 't':
+		v->type = TJ_TRUE;
+		return tj_lit(ps, "true");
+	case 'f':
+		v->type = TJ_FALSE;
+		return tj_lit(ps, "false");
+	case 'n':
+		v->type = TJ_NULL;
+		return tj_lit(ps, "null");
+	default: {
+		char text[64];
+		v->type = TJ_NUMBER;
+		if (tj_number(ps, &v->num, text, sizeof(text)))
+			return -1;
+		if (!(v->str = strdup(text)))
+			return tj_fail(ps, "out of memory");
+		return 0;
+	}
+	}
+}
+
+/* Parses a whole JSON document into *root (tj_node_free it): 0, or -1 with ps->err set
+ * (with the byte offset) and *root empty. */
+static inline int tj_parse_doc(struct tj_parser *ps, const char *text, size_t len, struct tj_node *root)
+{
+	memset(ps, 0, sizeof(*ps));
+	memset(root, 0, sizeof(*root));
+	ps->p = text;
+	ps->end = text + len;
+	tj_ws(ps);
+	int r = tj_dom_value(ps, root, 1);
+	if (!r) {
+		tj_ws(ps);
+		if (ps->p != ps->end)
+			r = tj_fail(ps, "data after the document");
+	}
+	if (r) {
+		size_t n = strlen(ps->err);
+		snprintf(ps->err + n, sizeof(ps->err) - n, " (at byte %ld)", (long)(ps->p - text));
+		tj_node_free(root);
+		return -1;
+	}
+	return 0;
+}
+
+/* The value of member key of object v, NULL if v is not an object or has no such member. */
+static inline const struct tj_node *tj_get(const struct tj_node *v, const char *key)
+{
+	if (!v || v->type != TJ_OBJECT)
+		return NULL;
+	for (unsigned i = 0; i < v->n; i++)
+		if (!strcmp(v->keys[i], key))
+			return &v->items[i];
+	return NULL;
+}
+
+/* A number written as an integer (no fraction, no exponent) within [lo, hi] into *out. */
+static inline int tj_int(const struct tj_node *v, long long lo, long long hi, long long *out)
+{
+	if (!v || v->type != TJ_NUMBER || strpbrk(v->str, ".eE"))
+		return -1;
+	errno = 0;
+	long long x = strtoll(v->str, NULL, 10);
+	if (errno || x < lo || x > hi)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+/* The same for an unsigned 64-bit integer (ids with marcel's bubble tag, bit 63). */
+static inline int tj_u64(const struct tj_node *v, uint64_t *out)
+{
+	if (!v || v->type != TJ_NUMBER || v->str[0] == '-' || strpbrk(v->str, ".eE"))
+		return -1;
+	errno = 0;
+	unsigned long long x = strtoull(v->str, NULL, 10);
+	if (errno)
+		return -1;
+	*out = x;
+	return 0;
 }
 
 /* ---- per-track summary ---- */
