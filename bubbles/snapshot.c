@@ -382,16 +382,26 @@ int marcel_snapshot_queue_within(const struct marcel_snapshot *s, int q, int anc
 
 /* ---- JSON ---- */
 
+/* A JSON string. Names are the program's bytes, cut to their field's size: what is not
+ * valid UTF-8 (often a character cut in two) becomes '?', as in the trace, since a JSON
+ * document must be UTF-8 and strict readers refuse it otherwise. */
 static void ma_json_str(FILE *out, const char *str)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+	const unsigned char *p = (const unsigned char *)str;
+	size_t n = strlen(str);
+	while (n) {
+		unsigned len = 1;
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
 		else if (*p < 0x20)
 			fprintf(out, "\\u%04x", *p);
+		else if (!(len = ma_utf8_len(p, n)))
+			len = 1, fputc('?', out);
 		else
-			fputc(*p, out);
+			fwrite(p, 1, len, out);
+		p += len;
+		n -= len;
 	}
 	fputc('"', out);
 }

@@ -78,4 +78,33 @@ int ma_trace_start(void) MA_HIDDEN;
  * no trace is being written. */
 void ma_trace_stop(void) MA_HIDDEN;
 
+/* The length of the valid UTF-8 character at s (n bytes left), 0 if there is none there
+ * (a byte of a character cut in two, an overlong or surrogate form): what the JSON
+ * writers (the trace's, the snapshot's) replace with '?', since JSON must be UTF-8. */
+static inline unsigned ma_utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned len;
+	uint32_t c;
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, c = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, c = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (unsigned i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) || (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return len;
+}
+
 #endif

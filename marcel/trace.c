@@ -427,32 +427,6 @@ static void ma_tr_puti(struct ma_tr_out *o, int64_t x)
 	}
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static unsigned ma_tr_utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned len;
-	uint32_t c;
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (unsigned i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) || (len == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	return len;
-}
 
 /* A JSON string. Names are the program's bytes, cut at 31: what is not valid UTF-8
  * (often a character cut in two) becomes '?', since JSON must be UTF-8. Other control
@@ -473,7 +447,7 @@ static void ma_tr_putstr(struct ma_tr_out *o, const char *s)
 		} else if (c < 0x20 || c == 0x7f) {
 			ma_tr_putc(o, '?');
 		} else {
-			unsigned len = ma_tr_utf8_len(p, n);
+			unsigned len = ma_utf8_len(p, n);
 			if (!len) {
 				ma_tr_putc(o, '?');
 			} else {

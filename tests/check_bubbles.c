@@ -477,6 +477,18 @@ START_TEST(stats_and_snapshot)
 	ck_assert_int_eq(marcel_sched_snapshot_write_json(s, f), 0);
 	ck_assert_int_gt(ftell(f), 100);
 	fclose(f);
+	/* Names are the program's bytes, cut to size: a character cut in two is written as
+	 * '?' (the document must stay UTF-8), a whole one as it is. */
+	snprintf(s->entities[0].name, sizeof(s->entities[0].name), "a\xc3\xa9 b\xc3");
+	f = tmpfile();
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(marcel_sched_snapshot_write_json(s, f), 0);
+	rewind(f);
+	static char json[1 << 20];
+	size_t got = fread(json, 1, sizeof(json) - 1, f);
+	json[got] = 0;
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(json, "\"name\":\"a\xc3\xa9 b?\""));
 	marcel_sched_snapshot_free(s);
 	__atomic_store_n(&ma_test_busy_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < 3; i++)
