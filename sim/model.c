@@ -55,8 +55,14 @@ static double sim_smt_factor(const struct sim *s, unsigned v)
 		}
 	if (!others)
 		return 1;
-	if (m->smt_model == SIM_SMT_POWER5 && others == 1)
-		return sim_power5(m, sim_hw_level_of(s, v) - sim_hw_level_of(s, sib));
+	if (m->smt_model == SIM_SMT_POWER5 && others == 1) {
+		/* Decode slots speed the computation; a memory access waits as long whatever
+		 * the priority (the thesis: memory-bound codes gain little from one), at the
+		 * even pair's speed. */
+		double cpu = sim_power5(m, sim_hw_level_of(s, v) - sim_hw_level_of(s, sib));
+		double mem = s->vp[v].cur ? s->vp[v].cur->phase.mem : 0;
+		return mem > 0 ? 1 / ((1 - mem) / cpu + mem / m->smt_pair) : cpu;
+	}
 	/* Even shares among k contexts: two get smt_pair each, more split the pair's
 	 * throughput. */
 	double even = m->smt_pair * 2 / (double)(others + 1);

@@ -108,7 +108,7 @@ static int sim_alloc_common(struct sim_workload *w, unsigned n, unsigned nb_bubb
 static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen, int var)
 {
 	double ranks = 4, unit = 1, iters = var ? 45 : 10, swap = var ? 15 : 0, mem = 0;
-	char *loads = NULL, *key, *val;
+	char *loads = NULL, *pins = NULL, *key, *val;
 	int bubble = 0, pin = 0;
 	while ((key = sim_next_kv(&args, &val))) {
 		int e = 0;
@@ -128,9 +128,11 @@ static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, cha
 			bubble = 1;
 		else if (!strcmp(key, "pin") && !val)
 			pin = 1;
+		else if (!strcmp(key, "pin") && val)
+			pins = val;
 		else
 			return sim_werr(err, errlen, "metbench: '%s' is not one of ranks=, loads=, unit=, iters=, swap=, mem=, "
-					"bubble, pin", key);
+					"bubble, pin, pin=VP,VP,...", key);
 		if (e)
 			return e;
 	}
@@ -164,11 +166,23 @@ static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, cha
 		w->thread_bubble[t] = bubble ? 0 : -1;
 		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
 	}
+	/* pin=VP,VP,...: rank i on the i-th VP listed (the seeds' pairings). */
+	for (unsigned t = 0; pins && t < n; t++) {
+		char *end;
+		long x = strtol(pins, &end, 10);
+		if (end == pins || x < 0 || x >= (long)nb_vps || (*end && *end != ','))
+			return sim_werr(err, errlen, "metbench: pin=...: expected %u VP numbers below %u separated by commas",
+					n, nb_vps);
+		w->pin[t] = (int)x;
+		pins = *end ? end + 1 : end;
+		if (!*end && t + 1 < n)
+			return sim_werr(err, errlen, "metbench: pin=...: %u VPs for %u ranks", t + 1, n);
+	}
 	if (bubble)
 		w->bubbles[0].parent = -1;
 	snprintf(w->desc, sizeof(w->desc), "%s: %u ranks, %lu iterations%s%s%s", var ? "MetBenchVar" : "MetBench", n,
 		 g->iters, g->swap ? ", loads swapped periodically" : "", bubble ? ", one bubble" : "",
-		 pin ? ", pinned" : "");
+		 pin || pins ? ", pinned" : "");
 	return 0;
 }
 
@@ -264,7 +278,7 @@ static int sim_replay(struct sim_workload *w, char *args, char *err, size_t errl
 static const struct {
 	const char *name, *help;
 } sim_workloads[] = {
-	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin: per-rank loads, a barrier per iteration" },
+	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin|pin=VP,..: per-rank loads, a barrier per iteration" },
 	{ "metbenchvar", "as metbench, the heavy and light ranks swapped every swap=K (15) iterations, 45 iterations" },
 	{ "stencil", "threads=N iters=T work=S mem=M flat|pin: conduction/advection stripes, bubbles after the data" },
 	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
