@@ -471,7 +471,8 @@ static int sim_setup(struct sim *s)
 		if (s->topo.levels[l].arity > s->max_kids)
 			s->max_kids = s->topo.levels[l].arity;
 	s->pick_kids = calloc(s->max_kids ? s->max_kids : 1, sizeof(*s->pick_kids));
-	if (!s->pick_kids)
+	s->idle_list = malloc(SIM_LIST_MAX * sizeof(*s->idle_list));
+	if (!s->pick_kids || !s->idle_list)
 		return ENOMEM;
 	return 0;
 }
@@ -494,6 +495,7 @@ static void sim_teardown(struct sim *s)
 	free(s->vp);
 	free(s->heap);
 	free(s->pick_kids);
+	free(s->idle_list);
 	free(s->qparent);
 	free(s->on_path);
 	ma_topo_free(&s->topo);

@@ -10,6 +10,7 @@
 #include "ma_sim.h"
 
 #define SIM_BUBBLE_TAG (UINT64_C(1) << 63) /* as marcel's bubble uids */
+#define SIM_LIST_MAX 8192                  /* decisions a hook may append */
 
 enum sim_tstate { SIM_T_READY, SIM_T_RUNNING, SIM_T_BLOCKED, SIM_T_DONE };
 
@@ -121,6 +122,7 @@ struct sim {
 	unsigned char *on_path;     /* scratch for view.c: the queues of one VP's path */
 	unsigned nb_free;           /* VPs idle with no wake-up on its way */
 	struct ma_pick_kid *pick_kids;
+	struct ma_decision *idle_list; /* decide_vp_idle's list (SIM_LIST_MAX) */
 	/* hwprio */
 	struct ma_hw_policy_params params;
 	struct ma_hw_policy_state st;

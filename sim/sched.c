@@ -462,20 +462,23 @@ void sim_execute(struct sim *s, const struct ma_dlist *l)
 
 /* ---- the hooks ---- */
 
-#define SIM_LIST_MAX 8192
-
 /* Calls a serialised hook on a view of root (NULL: none) and carries its list out, with
  * the rounds it asks for (ma_dlist.again, twice at most). */
 static void sim_serialised(struct sim *s, void (*hook)(const struct ma_view *, void *, struct ma_dlist *),
 			   struct sim_ent *root)
 {
-	static struct ma_decision storage[SIM_LIST_MAX];
+	/* Its own list: carrying one out may call a hook again (a GATHER resubmits). */
+	struct ma_decision *storage = malloc(SIM_LIST_MAX * sizeof(*storage));
+	if (!storage) {
+		sim_fail(s, "out of memory for a decision list");
+		return;
+	}
 	unsigned flags = s->s->view_detail;
 	for (int round = 0; round < 3 && !s->failed; round++) {
 		struct ma_view v;
 		if (sim_view_build(s, &v, root, -1, flags)) {
 			sim_fail(s, "out of memory for a view");
-			return;
+			break;
 		}
 		v.round = (unsigned char)round;
 		struct ma_dlist l;
@@ -488,9 +491,10 @@ static void sim_serialised(struct sim *s, void (*hook)(const struct ma_view *, v
 			sim_push(s, s->now + (double)s->s->heartbeat_us * 1e-6, SIM_EV_BEAT, 0, 0);
 		}
 		if (!l.again)
-			return;
+			break;
 		flags |= l.again & ~MA_VIEW_AGAIN;
 	}
+	free(storage);
 }
 
 /* A woken closed bubble whose parent is opened: the strategy places it (default: on its
@@ -525,16 +529,17 @@ void sim_strategy_beat(struct sim *s)
 
 void sim_strategy_vp_idle(struct sim *s, unsigned v)
 {
-	static struct ma_decision storage[SIM_LIST_MAX];
 	struct ma_view view;
 	if (sim_view_build(s, &view, NULL, (int)v, MA_VIEW_READY)) {
 		sim_fail(s, "out of memory for a view");
 		return;
 	}
 	struct ma_dlist l;
-	ma_dlist_init(&l, storage, SIM_LIST_MAX);
+	ma_dlist_init(&l, s->idle_list, SIM_LIST_MAX);
 	s->s->decide_vp_idle(&view, s->priv, &l);
 	sim_view_free(&view);
+	/* Nothing it carries out calls this hook again (a STEAL, MOVE or WAKE only queues
+	 * and wakes: the woken VP looks later, at its event). */
 	sim_execute(s, &l);
 }
 
