@@ -95,14 +95,6 @@ static int rp_push(struct rp_thread *t, struct sim_phase p)
 	return 0;
 }
 
-static const char *rp_arg(const struct tj_event *e, const char *key)
-{
-	for (unsigned i = 0; i < e->nb_args; i++)
-		if (!strcmp(e->args[i].key, key))
-			return e->args[i].val;
-	return NULL;
-}
-
 /* One slice of thread t, from start to end (µs). */
 static int rp_slice(struct rp *r, int t, double start, double end)
 {
@@ -143,7 +135,7 @@ static int rp_event(const struct tj_event *e, void *ctx)
 		r->open_thread[track] = -1;
 		if (e->ph[0] == 'E')
 			return 0;
-		const char *id = rp_arg(e, "id");
+		const char *id = tj_arg(e, "id");
 		char *end;
 		unsigned long long v = id ? strtoull(id, &end, 10) : 0;
 		if (!id || *end) {
@@ -158,7 +150,7 @@ static int rp_event(const struct tj_event *e, void *ctx)
 		return 0;
 	}
 	if (e->ph[0] == 'i' && !strcmp(e->name, "bubble insert")) {
-		const char *b = rp_arg(e, "bubble"), *ent = rp_arg(e, "entity");
+		const char *b = tj_arg(e, "bubble"), *ent = tj_arg(e, "entity");
 		unsigned long long bid, eid;
 		char kind[8];
 		if (!b || !ent || sscanf(b, "%llu", &bid) != 1 || sscanf(ent, "%7s %llu", kind, &eid) != 2) {

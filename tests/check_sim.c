@@ -240,7 +240,7 @@ START_TEST(bad_input)
 END_TEST
 
 /* The trace and the snapshot, in the library's formats: the queues and entities all there
- * (the renderer and marcel-trace-summary read them; tests/check_render covers those). */
+ * (the renderer and marcel-trace-summary read them; tests/check_render_svg and _movie cover those). */
 START_TEST(trace_and_snapshot)
 {
 	struct sim_machine m;

@@ -1,7 +1,7 @@
 // Runs the player of a page written by `marcel-render movie` under node, on a stand-in
 // for the few DOM calls it makes, moves its slider to POS (0..10000) and prints what the
 // page then shows, as JSON: {"t": ns, "vps": [[chip, level], ...], "log": text}.
-// check_render compares that with what the embedded data says (when node is installed).
+// check_render_movie compares that with what the embedded data says (when node is installed).
 // Usage: node render-page.js PAGE.html POS
 'use strict';
 const fs = require('fs');

@@ -1,20 +1,22 @@
 /*
- * The player of the pages `marcel-render movie` writes: their CSS and script, which read
- * the data marcel-render.c embeds (<script id="data" type="application/json">: vps,
- * threads, groups, palette, and per VP the slices [start, end, thread...], idle periods
- * [start, end...] and hwprio levels [time, level...], times in ns from the trace's
- * first event; events [[time, vp, text]...]). Nothing is fetched: the page works
- * offline, from a file.
+ * The pages `marcel-render movie` writes, from what marcel-render-trace.c read: the
+ * document (title, notes and legend, readable without the script), the data it embeds
+ * (<script id="data" type="application/json">: vps, threads, groups, palette, and per VP
+ * the slices [start, end, thread...], idle periods [start, end...] and hwprio levels
+ * [time, level...], times in ns from the trace's first event; events [[time, vp,
+ * text]...]), and the player that reads it: its CSS and script. Nothing is fetched: the
+ * page works offline, from a file.
  *
- * Both strings go into the page as they are: they must not contain "</" nor "]]>" (the
- * script sits in a CDATA section so that the page is well-formed XML), and the CSS no
- * '<' or '&'.
+ * The player's strings go into the page as they are: they must not contain "</" nor "]]>"
+ * (the script sits in a CDATA section so that the page is well-formed XML), and the CSS
+ * no '<' or '&'.
  */
+#include <stdio.h>
+#include "marcel-render.h"
 
-extern const char mr_page_css[];
-extern const char mr_page_js[];
+/* ---- the player ---- */
 
-const char mr_page_css[] =
+static const char mr_page_css[] =
 	"body{font-family:sans-serif;margin:12px;color:#222}"
 	"h1{font-size:18px;margin:0 0 4px}"
 	".note{font-size:12px;color:#555;margin:2px 0;max-width:70em}"
@@ -39,7 +41,7 @@ const char mr_page_css[] =
 	"canvas{border:1px solid #ccc;display:block;max-width:100%;cursor:crosshair}"
 	"#log{font-family:monospace;font-size:11px;white-space:pre;margin-top:8px;color:#333}";
 
-const char mr_page_js[] =
+static const char mr_page_js[] =
 	"(function () {\n"
 	"'use strict';\n"
 	"var D = JSON.parse(document.getElementById('data').textContent);\n"
@@ -190,3 +192,165 @@ const char mr_page_js[] =
 	"});\n"
 	"update();\n"
 	"})();\n";
+
+/* ---- the document and its data ---- */
+
+/* Per VP, the flattened list of slices (start, end, thread) or idle periods (start, end);
+ * the arrays are sorted by VP, then time. */
+static void mr_json_spans(FILE *f, const struct mr_movie *m, const struct mr_slice *a, unsigned n, int with_thread)
+{
+	unsigned i = 0;
+	fputc('[', f);
+	for (unsigned v = 0; v < m->nb_vps; v++) {
+		fputs(v ? ",[" : "[", f);
+		for (int first = 1; i < n && a[i].vp == (int)v; i++) {
+			if (!a[i].keep)
+				continue;
+			fprintf(f, "%s%lld,%lld", first ? "" : ",", a[i].s, a[i].e);
+			if (with_thread)
+				fprintf(f, ",%d", a[i].thread);
+			first = 0;
+		}
+		fputc(']', f);
+	}
+	fputc(']', f);
+}
+
+/* Per VP, the level changes (time, level). */
+static void mr_json_levels(FILE *f, const struct mr_movie *m)
+{
+	unsigned i = 0;
+	fputc('[', f);
+	for (unsigned v = 0; v < m->nb_vps; v++) {
+		fputs(v ? ",[" : "[", f);
+		for (int first = 1; i < m->nb_hw && m->hw[i].vp == (int)v; i++, first = 0)
+			fprintf(f, "%s%lld,%d", first ? "" : ",", m->hw[i].ts, m->hw[i].value);
+		fputc(']', f);
+	}
+	fputc(']', f);
+}
+
+/* The notes the page shows above the player (also written into the data). */
+static unsigned mr_notes(const struct mr_movie *m, char notes[][320])
+{
+	unsigned n = 0;
+	if (m->by_thread)
+		snprintf(notes[n++], 320, "This trace records no bubble membership (no \"bubble insert\" of a thread): "
+					  "threads are coloured by thread, not by bubble.");
+	else
+		snprintf(notes[n++], 320, "Threads are coloured by their outermost explicit bubble (not counting one that holds "
+					  "every thread in bubbles), from the trace's \"bubble insert\" events: a thread's "
+					  "bubble is the last it was inserted into.");
+	unsigned long kept = m->nb_slices < MR_MAX_SLICES ? m->nb_slices : MR_MAX_SLICES;
+	if (kept < m->nb_slices)
+		snprintf(notes[n++], 320, "Large trace: %lu of %u thread slices are shown; the %lu shorter than %lld ns were "
+					  "left out (gaps in the timeline, not idle time).",
+			 kept, m->nb_slices, m->nb_slices - kept, m->slice_cut);
+	if (m->ev_total > m->nb_ev)
+		snprintf(notes[n++], 320, "The event log holds the first %u of %lu events.", m->nb_ev, m->ev_total);
+	if (m->hw_total > m->nb_hw)
+		snprintf(notes[n++], 320, "Only the first %u of %lu hwprio level changes are shown.", m->nb_hw, m->hw_total);
+	if (m->pauses)
+		snprintf(notes[n++], 320, "Recording was paused %lu time(s) (marcel_trace_off): nothing is known of those "
+					  "periods.", m->pauses);
+	return n;
+}
+
+static void mr_page_data(FILE *f, const struct mr_movie *m, char notes[][320], unsigned nb_notes)
+{
+	fputs("{\"file\":", f);
+	mr_jstr(f, m->file);
+	fputs(",\"process\":", f);
+	mr_jstr(f, m->process);
+	fprintf(f, ",\"span\":%lld,\"colour_by\":\"%s\",\"palette\":[", m->t_end, m->by_thread ? "thread" : "bubble");
+	for (unsigned i = 0; i < MR_NB_COLOURS; i++)
+		fprintf(f, "%s\"%s\"", i ? "," : "", mr_palette[i]);
+	fprintf(f, "],\"none\":\"%s\",\n\"vps\":[", MR_NO_GROUP);
+	for (unsigned v = 0; v < m->nb_vps; v++)
+		fprintf(f, "%s\"VP%u\"", v ? "," : "", v);
+	fputs("],\n\"threads\":[", f);
+	for (unsigned i = 0; i < m->nb_thr; i++) {
+		char name[48];
+		snprintf(name, sizeof(name), "thread %llu", (unsigned long long)m->thr[i].uid);
+		fprintf(f, "%s[%llu,", i ? "," : "", (unsigned long long)m->thr[i].uid);
+		mr_jstr(f, m->thr[i].name ? m->thr[i].name : name);
+		fprintf(f, ",%d]", m->thr[i].group);
+	}
+	fputs("],\n\"groups\":[", f);
+	for (unsigned g = 0; g < m->nb_groups; g++) {
+		const struct mr_bub *b = &m->bub[m->groups[g]];
+		fprintf(f, "%s[\"bubble #%llu\",%ld]", g ? "," : "", (unsigned long long)(b->uid & ~MR_TAG), b->nb_threads);
+	}
+	fputs("],\n\"slices\":", f);
+	mr_json_spans(f, m, m->slices, m->nb_slices, 1);
+	fputs(",\n\"idle\":", f);
+	mr_json_spans(f, m, m->idle, m->nb_idle, 0);
+	fputs(",\n\"hw\":", f);
+	mr_json_levels(f, m);
+	fputs(",\n\"events\":[", f);
+	for (unsigned i = 0; i < m->nb_ev; i++) {
+		fprintf(f, "%s[%lld,%d,", i ? ",\n" : "", m->ev[i].ts, m->ev[i].vp);
+		mr_jstr(f, m->ev[i].text);
+		fputc(']', f);
+	}
+	fputs("],\n\"notes\":[", f);
+	for (unsigned i = 0; i < nb_notes; i++) {
+		fputs(i ? "," : "", f);
+		mr_jstr(f, notes[i]);
+	}
+	unsigned long kept = m->nb_slices < MR_MAX_SLICES ? m->nb_slices : MR_MAX_SLICES;
+	fprintf(f, "],\n\"counts\":{\"trace_events\":%lu,\"slices\":%u,\"slices_shown\":%lu,\"idle\":%u,\"hwprio\":%lu,"
+		   "\"hwprio_shown\":%u,\"events\":%lu,\"events_shown\":%u}}",
+		m->sum.nb_events, m->nb_slices, kept, m->nb_idle, m->hw_total, m->nb_hw, m->ev_total, m->nb_ev);
+}
+
+/* The page's static part: title, notes and legend, so they read without the script. */
+static void mr_page_head(FILE *f, const struct mr_movie *m, char notes[][320], unsigned nb_notes)
+{
+	fputs("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+	      "<title>marcel movie: ", f);
+	mr_xml(f, m->file);
+	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>marcel movie: ", mr_page_css);
+	mr_xml(f, m->file);
+	fputs("</h1>\n<p id=\"summary\">", f);
+	mr_xml(f, m->process[0] ? m->process : "(unnamed process)");
+	fprintf(f, ": %u VPs, %u threads, %lu trace events over %.3f ms</p>\n", m->nb_vps, m->nb_thr, m->sum.nb_events,
+		m->t_end / 1e6);
+	for (unsigned i = 0; i < nb_notes; i++) {
+		fputs("<p class=\"note\">", f);
+		mr_xml(f, notes[i]);
+		fputs("</p>\n", f);
+	}
+	fputs("<div id=\"legend\">", f);
+	for (unsigned g = 0; g < m->nb_groups && g < MR_LEGEND_GROUPS; g++) {
+		const struct mr_bub *b = &m->bub[m->groups[g]];
+		fprintf(f, "<span class=\"key\"><span class=\"sw\" style=\"background:%s\"></span>bubble #%llu (%ld thread%s)</span>",
+			mr_colour((int)g), (unsigned long long)(b->uid & ~MR_TAG), b->nb_threads, b->nb_threads > 1 ? "s" : "");
+	}
+	if (m->nb_groups > MR_LEGEND_GROUPS)
+		fprintf(f, "<span class=\"key\">and %u more bubbles (colours repeat every %zu)</span>",
+			m->nb_groups - MR_LEGEND_GROUPS, MR_NB_COLOURS);
+	if (!m->by_thread)
+		fprintf(f, "<span class=\"key\"><span class=\"sw\" style=\"background:%s\"></span>in no bubble that tells threads "
+			   "apart</span>", MR_NO_GROUP);
+	fputs("<span class=\"key\"><span class=\"sw idle\"></span>idle</span></div>\n", f);
+	fputs("<div id=\"controls\"><button id=\"play\" type=\"button\">Play</button>"
+	      "<input id=\"slider\" type=\"range\" min=\"0\" max=\"10000\" step=\"1\" value=\"0\"/>"
+	      "<span id=\"time\"></span><label>speed <select id=\"speed\"><option value=\"0.25\">0.25x</option>"
+	      "<option value=\"1\" selected=\"selected\">1x</option><option value=\"4\">4x</option>"
+	      "<option value=\"16\">16x</option></select></label></div>\n"
+	      "<div id=\"vps\"></div>\n<canvas id=\"timeline\" width=\"1200\" height=\"100\"></canvas>\n"
+	      "<div id=\"log\"></div>\n<noscript><p class=\"note\">The player needs JavaScript.</p></noscript>\n", f);
+}
+
+void mr_page(FILE *f, const struct mr_movie *m)
+{
+	char notes[8][320];
+	unsigned nb_notes = mr_notes(m, notes);
+	mr_page_head(f, m, notes, nb_notes);
+	fputs("<script type=\"application/json\" id=\"data\">", f);
+	mr_page_data(f, m, notes, nb_notes);
+	/* The script as CDATA behind comments: the page is well-formed XML too (xmllint
+	 * checks it so), and HTML parsers see two comment lines. */
+	fprintf(f, "</script>\n<script>//<![CDATA[\n%s//]]></script>\n</body>\n</html>\n", mr_page_js);
+}

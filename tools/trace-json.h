@@ -32,6 +32,15 @@ struct tj_event {
 	} args[TJ_MAX_ARGS];
 };
 
+/* The value of e's argument key (of the first TJ_MAX_ARGS), NULL if it has none. */
+static inline const char *tj_arg(const struct tj_event *e, const char *key)
+{
+	for (unsigned i = 0; i < e->nb_args; i++)
+		if (!strcmp(e->args[i].key, key))
+			return e->args[i].val;
+	return NULL;
+}
+
 /* Returns nonzero to stop the parse (tj_parse then returns that value). */
 typedef int (*tj_event_fn)(const struct tj_event *e, void *ctx);
 
@@ -102,6 +111,45 @@ static inline int tj_hex4(struct tj_parser *ps, unsigned *v)
 		*v = *v << 4 | d;
 	}
 	return 0;
+}
+
+/* tj_utf8_len's failure: 0, and why. */
+static inline unsigned tj_utf8_fault(const char **why, const char *fault)
+{
+	if (why)
+		*why = fault;
+	return 0;
+}
+
+/* The length of the valid UTF-8 character at p, of which avail bytes may be read (a
+ * NUL-terminated string may give SIZE_MAX: its NUL ends any character), or 0 if there is
+ * none there (no overlongs, no surrogates, nothing above U+10FFFF). Then *why, if why is
+ * not NULL, says what is wrong, or is NULL when p[0] starts no character at all. The
+ * parser checks what it reads with it; the tools check again what they write, since
+ * strings cut to fit (tj_append) may end inside a character. */
+static inline unsigned tj_utf8_len(const unsigned char *p, size_t avail, const char **why)
+{
+	unsigned n, cp;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07;
+	else
+		return tj_utf8_fault(why, NULL);
+	if (avail < n)
+		return tj_utf8_fault(why, "truncated UTF-8 sequence");
+	for (unsigned i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return tj_utf8_fault(why, "invalid UTF-8 sequence");
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return tj_utf8_fault(why, "invalid UTF-8 code point");
+	return n;
 }
 
 /* A string at ps->p (the opening quote), decoded into out (cap bytes, NUL-terminated,
@@ -178,29 +226,11 @@ static inline int tj_string(struct tj_parser *ps, char *out, size_t cap)
 			tj_append(out, cap, &len, &ch, 1);
 			continue;
 		}
-		/* Raw bytes: valid UTF-8 only (no overlongs, no surrogates, <= U+10FFFF). */
-		size_t n;
-		unsigned cp = 0;
-		if (c < 0x80)
-			n = 1, cp = c;
-		else if (c >= 0xc2 && c <= 0xdf)
-			n = 2, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 3, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 4, cp = c & 0x07;
-		else
-			return tj_fail(ps, "invalid UTF-8 byte 0x%02x", c);
-		if ((size_t)(ps->end - ps->p) < n)
-			return tj_fail(ps, "truncated UTF-8 sequence");
-		for (size_t i = 1; i < n; i++) {
-			unsigned char d = (unsigned char)ps->p[i];
-			if ((d & 0xc0) != 0x80)
-				return tj_fail(ps, "invalid UTF-8 sequence");
-			cp = cp << 6 | (d & 0x3f);
-		}
-		if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-			return tj_fail(ps, "invalid UTF-8 code point");
+		/* Raw bytes: valid UTF-8 only. */
+		const char *why;
+		size_t n = tj_utf8_len((const unsigned char *)ps->p, (size_t)(ps->end - ps->p), &why);
+		if (!n)
+			return why ? tj_fail(ps, "%s", why) : tj_fail(ps, "invalid UTF-8 byte 0x%02x", c);
 		tj_append(out, cap, &len, ps->p, n);
 		ps->p += n;
 	}
