@@ -196,7 +196,7 @@ static inline void ma_rt_live_run(void)
 	}
 	for (int k = 0; k < MA_RT_GROUPS; k++)
 		for (int i = 0; i < MA_RT_PER; i++) {
-			char name[16];
+			char name[32];
 			snprintf(name, sizeof(name), "g%dt%d", k + 1, i);
 			t[nt++] = ma_rt_spawn(&b[k], name, ma_rt_busy);
 		}
