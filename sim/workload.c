@@ -17,7 +17,26 @@ struct sim_gen {
 	double mem;                 /* fraction of the work that is memory access */
 	unsigned long swap;         /* metbench: loads reversed every `swap` iterations */
 	unsigned n;
+	/* stencil imbalance: a band of rows an eighth of the grid wide costs HOT_COST times
+	 * more and moves from the first row to the last over the run (examples/conduction's
+	 * --imbalance) */
+	int imbalance;
+	double rows, row_cost;
 };
+
+#define SIM_HOT_COST 8 /* examples/conduction/kernel.c's */
+
+/* Work of stripe t at iteration it under the moving band. */
+static double sim_band_work(const struct sim_gen *g, unsigned t, unsigned long it)
+{
+	double lo = g->rows * t / g->n, hi = g->rows * (t + 1) / g->n;
+	double width = g->rows / 8, span = g->rows - width;
+	double b0 = g->iters > 1 ? span * (double)it / (double)(g->iters - 1) : 0, b1 = b0 + width;
+	double hot = (hi < b1 ? hi : b1) - (lo > b0 ? lo : b0);
+	if (hot < 0)
+		hot = 0;
+	return g->row_cost * ((hi - lo) + (SIM_HOT_COST - 1) * hot);
+}
 
 static int sim_werr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int sim_werr(char *err, size_t errlen, const char *fmt, ...)
@@ -47,7 +66,8 @@ static void sim_iterative_next(const struct sim_workload *w, unsigned t, unsigne
 	 * n-1-i's), which swaps the heavy and the light rank of each pair. */
 	if (g->swap && (it / g->swap) % 2)
 		who = g->n - 1 - t;
-	*p = (struct sim_phase){ .kind = SIM_COMPUTE, .work = g->work[who], .mem = g->mem };
+	double work = g->imbalance ? sim_band_work(g, who, it) : g->work[who];
+	*p = (struct sim_phase){ .kind = SIM_COMPUTE, .work = work, .mem = g->mem };
 }
 
 /* key=value pairs after the name, in place: returns the next "key", its value in *val
@@ -208,8 +228,8 @@ static int sim_stencil_group(struct sim_workload *w, unsigned lo, unsigned hi, i
  * thread; bubbles after the data (as conduction/marcel.c) unless flat or pinned. */
 static int sim_stencil(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen)
 {
-	double threads = nb_vps, iters = 100, work = 1, mem = 0.3;
-	int flat = 0, pin = 0;
+	double threads = nb_vps, iters = 100, work = 1, mem = 0.3, rows = 1024;
+	int flat = 0, pin = 0, imbalance = 0;
 	char *key, *val;
 	while ((key = sim_next_kv(&args, &val))) {
 		int e = 0;
@@ -221,13 +241,17 @@ static int sim_stencil(struct sim_workload *w, char *args, unsigned nb_vps, char
 			e = sim_num(key, val, 1e-9, 1e9, &work, err, errlen);
 		else if (!strcmp(key, "mem"))
 			e = sim_num(key, val, 0, 1, &mem, err, errlen);
+		else if (!strcmp(key, "rows"))
+			e = sim_num(key, val, 1, 1e9, &rows, err, errlen);
 		else if (!strcmp(key, "flat") && !val)
 			flat = 1;
 		else if (!strcmp(key, "pin") && !val)
 			pin = 1;
+		else if (!strcmp(key, "imbalance") && !val)
+			imbalance = 1;
 		else
-			return sim_werr(err, errlen, "stencil: '%s' is not one of threads=, iters=, work=, mem=, flat, pin",
-					key);
+			return sim_werr(err, errlen, "stencil: '%s' is not one of threads=, iters=, work=, mem=, rows=, flat, "
+					"pin, imbalance", key);
 		if (e)
 			return e;
 	}
@@ -240,14 +264,20 @@ static int sim_stencil(struct sim_workload *w, char *args, unsigned nb_vps, char
 	g->iters = (unsigned long)iters;
 	g->mem = mem;
 	/* `work` is the whole grid's per iteration, split evenly among the stripes. */
+	g->imbalance = imbalance;
+	g->rows = rows;
+	g->row_cost = work / rows;
+	/* Fixed deals the stripes out in blocks, as examples/conduction/fixed.c does: stripe i
+	 * on VP i * VPs / stripes, neighbours together. */
 	for (unsigned t = 0; t < n; t++) {
 		g->work[t] = work / n;
-		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
+		w->pin[t] = pin ? (int)((unsigned long)t * nb_vps / n) : -1;
 	}
 	if (!flat && !pin)
 		sim_stencil_group(w, 0, n, -1);
-	snprintf(w->desc, sizeof(w->desc), "stencil: %u stripes, %lu iterations, %g s of work per iteration, %s", n,
-		 g->iters, work, pin ? "pinned (Fixed)" : flat ? "no bubbles (Simple)" : "bubbles after the data");
+	snprintf(w->desc, sizeof(w->desc), "stencil: %u stripes, %lu iterations, %g s of work per iteration%s, %s", n,
+		 g->iters, work, imbalance ? " and a moving costly band" : "",
+		 pin ? "pinned (Fixed)" : flat ? "no bubbles (Simple)" : "bubbles after the data");
 	return 0;
 }
 
@@ -280,7 +310,7 @@ static const struct {
 } sim_workloads[] = {
 	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin|pin=VP,..: per-rank loads, a barrier per iteration" },
 	{ "metbenchvar", "as metbench, the heavy and light ranks swapped every swap=K (15) iterations, 45 iterations" },
-	{ "stencil", "threads=N iters=T work=S mem=M flat|pin: conduction/advection stripes, bubbles after the data" },
+	{ "stencil", "threads=N iters=T work=S mem=M rows=R flat|pin imbalance: conduction/advection stripes, bubbles after the data" },
 	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
 };
 

@@ -167,6 +167,39 @@ START_TEST(stencil_numa_ranking)
 }
 END_TEST
 
+/* This machine (2 cores, no SMT, one NUMA node): the demo's imbalanced conduction, 16
+ * stripes, 200 iterations, a costly band moving over the grid. Recorded on it
+ * (bench/RESULTS.md, 2026-11-28): steal 1.29x and burst 1.34x faster than the stripes
+ * pinned in blocks (Fixed), steal 1.03x faster than plain pthreads. The model has steal
+ * 1.40x and burst 1.33x faster than Fixed, steal 1.05x faster than the shared queue. Asserted:
+ * the ranking, and each ratio within 0.15 of the measured one. */
+START_TEST(this_machine_imbalanced_conduction)
+{
+	struct sim_machine m;
+	sim_machine_defaults(&m);
+	m.topology = "core:2";
+	const char *w = "stencil:threads=16:iters=200:work=0.0016:imbalance";
+	char spec[128];
+	snprintf(spec, sizeof(spec), "%s:pin", w);
+	struct sim_result fixed = run(&m, spec, "null", SIM_HW_OFF, 0, NULL, 2);
+	snprintf(spec, sizeof(spec), "%s:flat", w);
+	struct sim_result simple = run(&m, spec, "null", SIM_HW_OFF, 0, NULL, 2);
+	struct sim_result steal = run(&m, w, "steal", SIM_HW_OFF, 0, NULL, 2);
+	struct sim_result burst = run(&m, w, "burst", SIM_HW_OFF, 0, NULL, 2);
+	double s_fixed = fixed.makespan / steal.makespan, b_fixed = fixed.makespan / burst.makespan,
+	       s_simple = simple.makespan / steal.makespan;
+	printf("this machine, imbalanced conduction: steal %.3fx Fixed (measured 1.29x), burst %.3fx Fixed (1.34x), "
+	       "steal %.3fx Simple (1.03x)\n", s_fixed, b_fixed, s_simple);
+	ck_assert_msg(steal.makespan < simple.makespan && simple.makespan < fixed.makespan, "ranking");
+	ck_assert_msg(fabs(s_fixed - 1.29) <= 0.15 && fabs(b_fixed - 1.34) <= 0.15 && fabs(s_simple - 1.03) <= 0.15,
+		      "ratios %.3f %.3f %.3f", s_fixed, b_fixed, s_simple);
+	sim_result_free(&fixed);
+	sim_result_free(&simple);
+	sim_result_free(&steal);
+	sim_result_free(&burst);
+}
+END_TEST
+
 /* Every strategy runs every workload shape to its end, on a machine with more threads
  * than VPs and on one of a single VP. */
 START_TEST(every_strategy_ends)
@@ -340,6 +373,7 @@ int main(void)
 	tcase_add_test(tc, calibration_metbench_fitted);
 	tcase_add_test(tc, calibration_metbench_held_out);
 	tcase_add_test(tc, stencil_numa_ranking);
+	tcase_add_test(tc, this_machine_imbalanced_conduction);
 	tcase_add_test(tc, every_strategy_ends);
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, bad_input);
