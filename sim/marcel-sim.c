@@ -129,8 +129,41 @@ static int parse_hw(char *spec, struct hw_choice *c, unsigned nb_threads)
 	return 0;
 }
 
+/* What main allocates, freed at exit whichever way it returns (a bad option returns 2
+ * from anywhere; the leak checker of the sanitizer builds runs after this). */
+static struct {
+	char *strings[64];
+	unsigned nb_strings;
+	struct sim_workload *w;
+	struct hw_choice *hws;
+	unsigned nh;
+} owned;
+
+static void owned_free(void)
+{
+	for (unsigned i = 0; i < owned.nb_strings; i++)
+		free(owned.strings[i]);
+	for (unsigned j = 0; owned.hws && j < owned.nh; j++)
+		free(owned.hws[j].levels);
+	if (owned.w)
+		sim_workload_free(owned.w);
+}
+
+/* A copy of s kept until exit: --machine's topology= and the lists point into them. */
+static char *kept(const char *s)
+{
+	char *c = strdup(s);
+	if (!c || owned.nb_strings == sizeof(owned.strings) / sizeof(owned.strings[0])) {
+		fprintf(stderr, "marcel-sim: out of memory, or more than 60 options\n");
+		free(c);
+		exit(2);
+	}
+	return owned.strings[owned.nb_strings++] = c;
+}
+
 int main(int argc, char **argv)
 {
+	atexit(owned_free);
 	struct sim_machine m;
 	sim_machine_defaults(&m);
 	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL, *snapshot = NULL;
@@ -161,11 +194,10 @@ int main(int argc, char **argv)
 		}
 		const char *v = argv[++i];
 		if (!strcmp(a, "--machine")) {
-			char *copy = strdup(v), *save = NULL;
+			char *copy = kept(v), *save = NULL;
 			for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
 				if (set_param(&m, kv))
 					return 2;
-			/* topology= points into copy: kept for the whole run. */
 		} else if (!strcmp(a, "--workload")) {
 			workload = v;
 		} else if (!strcmp(a, "--strategy")) {
@@ -196,7 +228,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* The workload is made for the machine's VPs: load the topology once to count them. */
-	struct sim_workload w;
+	static struct sim_workload w; /* freed at exit (owned) */
 	char err[300];
 	struct sim_config probe = { .machine = m, .strategy = "null" };
 	struct sim_workload none;
@@ -216,9 +248,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "marcel-sim: --workload %s: %s\n", workload, err);
 		return 2;
 	}
-	char *slist = strdup(strategies), *hlist = strdup(hw), *save;
+	owned.w = &w;
+	char *slist = kept(strategies), *hlist = kept(hw), *save;
 	const char *snames[SIM_MAX_RUNS];
-	struct hw_choice hws[SIM_MAX_RUNS];
+	static struct hw_choice hws[SIM_MAX_RUNS];
+	owned.hws = hws;
 	unsigned ns = 0, nh = 0;
 	for (char *x = strtok_r(slist, ",", &save); x && ns < SIM_MAX_RUNS; x = strtok_r(NULL, ",", &save)) {
 		if (!sim_strategy_find(x)) {
@@ -228,9 +262,11 @@ int main(int argc, char **argv)
 		}
 		snames[ns++] = x;
 	}
-	for (char *x = strtok_r(hlist, ",", &save); x && nh < SIM_MAX_RUNS; x = strtok_r(NULL, ",", &save))
+	for (char *x = strtok_r(hlist, ",", &save); x && nh < SIM_MAX_RUNS; x = strtok_r(NULL, ",", &save)) {
+		owned.nh = nh + 1;
 		if (parse_hw(x, &hws[nh++], w.nb_threads))
 			return 2;
+	}
 	printf("# %s on %s (%u VPs%s)\n", w.desc, m.topology, nb_vps, m.smt ? ", one per PU" : "");
 	printf("%-10s %-12s %12s %8s %10s %8s\n", "strategy", "hwprio", "makespan_s", "vs_first", "hw_changes",
 	       "events");
@@ -253,6 +289,8 @@ int main(int argc, char **argv)
 				sf = fopen(snapshot, "w");
 				if (!sf) {
 					fprintf(stderr, "marcel-sim: --snapshot %s: %s\n", snapshot, strerror(errno));
+					if (tf)
+						fclose(tf);
 					return 2;
 				}
 				c.snapshot = sf;
@@ -282,10 +320,5 @@ int main(int argc, char **argv)
 				}
 			sim_result_free(&r);
 		}
-	for (unsigned j = 0; j < nh; j++)
-		free(hws[j].levels);
-	free(slist);
-	free(hlist);
-	sim_workload_free(&w);
 	return status;
 }

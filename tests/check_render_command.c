@@ -217,6 +217,8 @@ int main(void)
 {
 	Suite *s = suite_create("render_command");
 	TCase *tc = tcase_create("command");
+	/* Large traces and 1024-VP simulations, several times slower under the sanitizers. */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, live_run);
 	tcase_add_test(tc, bad_inputs);
 	tcase_add_test(tc, usage_errors);

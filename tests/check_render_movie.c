@@ -377,6 +377,8 @@ int main(void)
 {
 	Suite *s = suite_create("render_movie");
 	TCase *tc = tcase_create("movie");
+	/* Large traces and 1024-VP simulations, several times slower under the sanitizers. */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, live_run);
 	tcase_add_test(tc, live_movie);
 	tcase_add_test(tc, sim_movies);

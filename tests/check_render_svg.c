@@ -305,6 +305,8 @@ int main(void)
 {
 	Suite *s = suite_create("render_svg");
 	TCase *tc = tcase_create("svg");
+	/* Large traces and 1024-VP simulations, several times slower under the sanitizers. */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, live_run);
 	tcase_add_test(tc, live_snapshot);
 	tcase_add_test(tc, sim_snapshots);
