@@ -51,7 +51,6 @@ struct sim_ent {
 	unsigned long version;      /* invalidates its completion event */
 	unsigned migrations;
 	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
-	double slice_end;
 	int run_home;               /* while running: the queue it counts in (sub_running) */
 };
 

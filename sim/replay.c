@@ -47,19 +47,28 @@ struct rp {
 	char err[200];
 };
 
+/* arr with room for one more element (n used of *cap, each `size` bytes), grown if it
+ * had none: the array to use from now on, or NULL (arr then unchanged). */
+static void *rp_room(void *arr, unsigned n, unsigned *cap, size_t size)
+{
+	if (n < *cap)
+		return arr;
+	unsigned c = *cap ? 2 * *cap : 16;
+	void *x = realloc(arr, c * size);
+	if (x)
+		*cap = c;
+	return x;
+}
+
 static int rp_thread_of(struct rp *r, uint64_t id)
 {
 	for (unsigned i = 0; i < r->nt; i++)
 		if (r->t[i].id == id)
 			return (int)i;
-	if (r->nt == r->cap_t) {
-		unsigned cap = r->cap_t ? 2 * r->cap_t : 64;
-		struct rp_thread *t = realloc(r->t, cap * sizeof(*t));
-		if (!t)
-			return -1;
-		r->t = t;
-		r->cap_t = cap;
-	}
+	struct rp_thread *t = rp_room(r->t, r->nt, &r->cap_t, sizeof(*r->t));
+	if (!t)
+		return -1;
+	r->t = t;
 	r->t[r->nt] = (struct rp_thread){ .id = id, .last_end = -1, .bubble = -1 };
 	return (int)r->nt++;
 }
@@ -69,28 +78,20 @@ static int rp_bubble_of(struct rp *r, uint64_t id)
 	for (unsigned i = 0; i < r->nb; i++)
 		if (r->b[i].id == id)
 			return (int)i;
-	if (r->nb == r->cap_b) {
-		unsigned cap = r->cap_b ? 2 * r->cap_b : 16;
-		struct rp_bubble *b = realloc(r->b, cap * sizeof(*b));
-		if (!b)
-			return -1;
-		r->b = b;
-		r->cap_b = cap;
-	}
+	struct rp_bubble *b = rp_room(r->b, r->nb, &r->cap_b, sizeof(*r->b));
+	if (!b)
+		return -1;
+	r->b = b;
 	r->b[r->nb] = (struct rp_bubble){ .id = id, .parent = -1 };
 	return (int)r->nb++;
 }
 
 static int rp_push(struct rp_thread *t, struct sim_phase p)
 {
-	if (t->n == t->cap) {
-		unsigned cap = t->cap ? 2 * t->cap : 16;
-		struct sim_phase *x = realloc(t->phase, cap * sizeof(*x));
-		if (!x)
-			return -1;
-		t->phase = x;
-		t->cap = cap;
-	}
+	struct sim_phase *x = rp_room(t->phase, t->n, &t->cap, sizeof(*t->phase));
+	if (!x)
+		return -1;
+	t->phase = x;
 	t->phase[t->n++] = p;
 	return 0;
 }

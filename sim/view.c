@@ -127,21 +127,19 @@ static void sim_node_fill(struct ma_vnode *n, const struct sim_ent *e, const str
 }
 
 /* The subtree of e, depth first; returns its node or NULL (memory). */
-static struct ma_vnode *sim_tree(struct ma_view_rt *rt, const struct sim_ent *e, const struct ma_vnode *parent,
-				 unsigned *count)
+static struct ma_vnode *sim_tree(struct ma_view_rt *rt, const struct sim_ent *e, const struct ma_vnode *parent)
 {
 	struct ma_vnode *n = sim_alloc(rt, sizeof(*n));
 	if (!n)
 		return NULL;
 	sim_node_fill(n, e, parent);
-	++*count;
 	if (!e->is_bubble)
 		return n;
 	const struct ma_vnode **kids = sim_alloc(rt, e->nb_kids * sizeof(*kids));
 	if (!kids)
 		return NULL;
 	for (unsigned i = 0; i < e->nb_kids; i++) {
-		struct ma_vnode *k = sim_tree(rt, e->kids[i], n, count);
+		struct ma_vnode *k = sim_tree(rt, e->kids[i], n);
 		if (!k)
 			return NULL;
 		kids[i] = k;
@@ -280,9 +278,8 @@ int sim_view_build(struct sim *s, struct ma_view *v, struct sim_ent *root, int s
 	v->now_ns = (uint64_t)(s->now * 1e9);
 	v->begun = 1;
 	v->flags = flags & (MA_VIEW_READY | MA_VIEW_SHAPE);
-	unsigned count = 0;
 	if (root) {
-		struct ma_vnode *r = sim_tree(rt, root, NULL, &count);
+		struct ma_vnode *r = sim_tree(rt, root, NULL);
 		if (!r) {
 			sim_view_free(v);
 			return ENOMEM;
