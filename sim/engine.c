@@ -283,6 +283,66 @@ void sim_thread_ready(struct sim *s, struct sim_ent *t)
 		sim_notify(s, u->queue, t->last_vp);
 }
 
+/* The thread a SPAWN or JOIN of t names, NULL (the run failed) if none. */
+static struct sim_ent *sim_thread_arg(struct sim *s, const struct sim_ent *t)
+{
+	if (t->phase.id >= 0 && (unsigned)t->phase.id < s->w->nb_threads)
+		return &s->thread[t->phase.id];
+	sim_fail(s, "workload %s: thread %d names thread %d, which does not exist", s->w->name, t->index,
+		 t->phase.id);
+	return NULL;
+}
+
+/* Thread t, running, waits: its VP takes something else. */
+static void sim_block(struct sim *s, struct sim_ent *t)
+{
+	unsigned v = (unsigned)t->vp;
+	sim_stop_run(s, t);
+	t->state = SIM_T_BLOCKED;
+	sim_vp_schedule(s, v);
+}
+
+static unsigned sim_neighbours(struct sim *s, unsigned t)
+{
+	unsigned n = s->w->neighbours(s->w, t, s->nbuf, s->w->nb_threads);
+	return n < s->w->nb_threads ? n : s->w->nb_threads;
+}
+
+/* Whether every neighbour of t has posted at least as many exchanges as t. */
+static int sim_exchange_done(struct sim *s, const struct sim_ent *t)
+{
+	unsigned n = sim_neighbours(s, (unsigned)t->index);
+	for (unsigned i = 0; i < n; i++)
+		if (s->thread[s->nbuf[i]].posted < t->posted)
+			return 0;
+	return 1;
+}
+
+/* Thread t posts an exchange: the neighbours it completes go on, and when every
+ * exchanging thread has posted a round, that round is an iteration for hwprio (if no
+ * barrier is one). Returns whether t itself can go on. */
+static int sim_exchange(struct sim *s, struct sim_ent *t)
+{
+	if (++t->posted == s->ex_min + 1 && ++s->ex_ahead == s->ex_threads) {
+		s->ex_min++;
+		s->ex_ahead = 0;
+		for (unsigned i = 0; i < s->w->nb_threads; i++)
+			s->ex_ahead += s->thread[i].posted > s->ex_min;
+		if (s->iter_barrier < 0)
+			sim_hw_iteration(s);
+	}
+	unsigned n = sim_neighbours(s, (unsigned)t->index);
+	for (unsigned i = 0; i < n; i++) {
+		struct sim_ent *x = &s->thread[s->nbuf[i]];
+		/* x waits for t alone if t was the last of its neighbours behind it. */
+		if (x->state == SIM_T_BLOCKED && x->phase.kind == SIM_EXCHANGE && x->posted == t->posted &&
+		    sim_exchange_done(s, x))
+			sim_thread_ready(s, x);
+		n = sim_neighbours(s, (unsigned)t->index); /* nbuf was reused */
+	}
+	return sim_exchange_done(s, t);
+}
+
 /* Thread t's program goes on from its current phase, which just ended (or is empty). */
 static void sim_advance(struct sim *s, struct sim_ent *t)
 {
@@ -306,10 +366,7 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			struct sim_barrier *b = &s->bar[t->phase.id];
 			if (++b->arrived < b->count) {
 				b->waiting[b->arrived - 1] = t;
-				unsigned v = (unsigned)t->vp;
-				sim_stop_run(s, t);
-				t->state = SIM_T_BLOCKED;
-				sim_vp_schedule(s, v);
+				sim_block(s, t);
 				return;
 			}
 			/* The last one releases the others and goes on. */
@@ -318,7 +375,9 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			b->arrived = 0;
 			for (unsigned i = 0; i < n; i++)
 				sim_thread_ready(s, b->waiting[i]);
-			if (s->iter_barrier < 0)
+			/* The first barrier to complete marks the iterations, unless the threads
+			 * exchange with neighbours: then their exchanges do. */
+			if (s->iter_barrier < 0 && !s->w->neighbours)
 				s->iter_barrier = t->phase.id;
 			if (s->iter_barrier == t->phase.id)
 				sim_hw_iteration(s);
@@ -327,20 +386,60 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 		case SIM_SLEEP: {
 			if (t->phase.work <= 0)
 				continue;
-			unsigned v = (unsigned)t->vp;
-			sim_stop_run(s, t);
-			t->state = SIM_T_BLOCKED;
 			sim_push(s, s->now + t->phase.work, SIM_EV_AWAKE, t->index, ++t->version);
-			sim_vp_schedule(s, v);
+			sim_block(s, t);
 			return;
 		}
+		case SIM_SPAWN: {
+			struct sim_ent *x = sim_thread_arg(s, t);
+			if (!x)
+				return;
+			if (!s->w->dormant || !s->w->dormant[x->index] || x->state != SIM_T_BLOCKED || x->step) {
+				sim_fail(s, "workload %s: thread %d spawns thread %d, which is not dormant", s->w->name,
+					 t->index, x->index);
+				return;
+			}
+			x->ready_at = s->now; /* its wait starts now */
+			sim_thread_ready(s, x);
+			continue;
+		}
+		case SIM_JOIN: {
+			struct sim_ent *x = sim_thread_arg(s, t);
+			if (!x)
+				return;
+			if (x->state == SIM_T_DONE)
+				continue;
+			if (x->joiner || x == t) {
+				sim_fail(s, "workload %s: thread %d joins thread %d, which %s", s->w->name, t->index,
+					 x->index, x == t ? "is itself" : "another thread joins");
+				return;
+			}
+			x->joiner = t;
+			sim_block(s, t);
+			return;
+		}
+		case SIM_EXCHANGE:
+			if (!s->w->neighbours) {
+				sim_fail(s, "workload %s: thread %d exchanges with neighbours it does not have",
+					 s->w->name, t->index);
+				return;
+			}
+			if (sim_exchange(s, t))
+				continue;
+			sim_block(s, t);
+			return;
 		case SIM_END: {
 			unsigned v = (unsigned)t->vp;
 			sim_stop_run(s, t);
 			t->state = SIM_T_DONE;
+			t->end = s->now;
 			s->alive--;
 			for (struct sim_ent *b = t->parent; b; b = b->parent)
 				b->alive--;
+			if (t->joiner) {
+				sim_thread_ready(s, t->joiner);
+				t->joiner = NULL;
+			}
 			sim_vp_schedule(s, v);
 			return;
 		}
@@ -467,6 +566,13 @@ static int sim_setup(struct sim *s)
 			b->alive++;
 	s->alive = n;
 	s->iter_barrier = -1;
+	if (w->neighbours) {
+		s->nbuf = calloc(n ? n : 1, sizeof(*s->nbuf));
+		if (!s->nbuf)
+			return ENOMEM;
+		for (unsigned t = 0; t < n; t++)
+			s->ex_threads += sim_neighbours(s, t) > 0;
+	}
 	for (unsigned l = 0; l < s->nl; l++)
 		if (s->topo.levels[l].arity > s->max_kids)
 			s->max_kids = s->topo.levels[l].arity;
@@ -498,6 +604,7 @@ static void sim_teardown(struct sim *s)
 	free(s->idle_list);
 	free(s->qparent);
 	free(s->on_path);
+	free(s->nbuf);
 	ma_topo_free(&s->topo);
 }
 
@@ -507,6 +614,35 @@ void sim_snapshot(struct sim *s)
 	s->snapshot_done = 1;
 	if (sim_snapshot_write(s, s->c->snapshot))
 		sim_fail(s, "the snapshot could not be written");
+}
+
+/* Nothing left to happen, and threads have not ended: says what they wait for. */
+static void sim_stuck(struct sim *s)
+{
+	static const char *const what[] = { [SIM_BARRIER] = "at a barrier", [SIM_JOIN] = "in a join",
+					    [SIM_EXCHANGE] = "in an exchange" };
+	unsigned count[SIM_END + 1] = { 0 }, dormant = 0, first[SIM_END + 1];
+	for (unsigned t = 0; t < s->w->nb_threads; t++) {
+		const struct sim_ent *x = &s->thread[t];
+		if (x->state != SIM_T_BLOCKED)
+			continue;
+		if (!x->step) {
+			dormant++;
+			continue;
+		}
+		if (!count[x->phase.kind]++)
+			first[x->phase.kind] = t;
+	}
+	char buf[200] = "";
+	size_t len = 0;
+	for (unsigned k = 0; k <= SIM_END; k++)
+		if (count[k] && k < sizeof(what) / sizeof(what[0]) && what[k] && len < sizeof(buf))
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%u wait %s (thread %u first)",
+						len ? ", " : "", count[k], what[k], first[k]);
+	if (dormant && len < sizeof(buf))
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%u are never spawned", len ? ", " : "",
+					dormant);
+	sim_fail(s, "workload %s never ends: %s", s->w->name, len ? buf : "threads never run");
 }
 
 /* A run that goes on forever (a barrier nobody else reaches) stops here. */
@@ -561,9 +697,16 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		return e;
 	}
 	sim_trace_start(s);
+	/* As a Marcel program does: its threads are created (ready in their bubbles), then
+	 * it wakes the bubbles and calls marcel_bubble_sched_begin. The strategy places the
+	 * bubbles knowing how many threads wait in each. */
+	for (unsigned t = 0; t < w->nb_threads; t++) {
+		if (w->dormant && w->dormant[t])
+			s->thread[t].state = SIM_T_BLOCKED; /* until spawned */
+		else
+			sim_thread_ready(s, &s->thread[t]);
+	}
 	sim_strategy_start(s);
-	for (unsigned t = 0; t < w->nb_threads; t++)
-		sim_thread_ready(s, &s->thread[t]);
 	for (unsigned v = 0; v < s->nv; v++)
 		sim_vp_schedule(s, v);
 	while (s->alive && s->nb_ev && !s->failed) {
@@ -597,16 +740,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 			break;
 		}
 	}
-	if (!s->failed && s->alive) {
-		unsigned blocked = 0, at = 0;
-		for (unsigned t = 0; t < w->nb_threads; t++)
-			if (s->thread[t].state == SIM_T_BLOCKED) {
-				blocked++;
-				at = (unsigned)s->thread[t].phase.id;
-			}
-		sim_fail(s, "workload %s never ends: %u threads wait at barrier %u forever, %u never run", w->name,
-			 blocked, at, s->alive - blocked);
-	}
+	if (!s->failed && s->alive)
+		sim_stuck(s);
 	sim_trace_end(s);
 	e = s->failed ? EINVAL : 0;
 	if (!e) {
@@ -625,6 +760,7 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		}
 		for (unsigned t = 0; !e && t < w->nb_threads; t++)
 			r->thread[t] = (struct sim_thread_result){ .run = s->thread[t].cpu, .wait = s->thread[t].wait,
+								  .end = s->thread[t].end,
 								  .migrations = s->thread[t].migrations,
 								  .last_vp = s->thread[t].last_vp };
 		for (unsigned v = 0; !e && v < s->nv; v++)

@@ -63,6 +63,10 @@ enum sim_phase_kind {
 	SIM_COMPUTE,     /* work (seconds alone), mem: fraction of it spent on memory */
 	SIM_BARRIER,     /* wait until every thread of barrier `id` arrived */
 	SIM_SLEEP,       /* wait `work` seconds, off every processor */
+	SIM_SPAWN,       /* thread `id`, dormant until now, becomes ready */
+	SIM_JOIN,        /* wait until thread `id` has ended */
+	SIM_EXCHANGE,    /* post to the neighbours, then wait until each has posted as many
+			    times (a halo exchange: MPI isend/irecv then waitall) */
 	SIM_END,
 };
 
@@ -90,6 +94,10 @@ struct sim_workload {
 	int *pin;                   /* per thread, the VP it is bound to, -1: none */
 	unsigned nb_barriers;
 	unsigned *barrier_count;    /* threads each barrier waits for */
+	unsigned char *dormant;     /* per thread, 1: it starts when another spawns it; NULL: none */
+	/* Thread t's neighbours for SIM_EXCHANGE, at most max of them in out: their number.
+	 * NULL if the workload exchanges nothing. The relation must be symmetric. */
+	unsigned (*neighbours)(const struct sim_workload *w, unsigned t, unsigned *out, unsigned max);
 	sim_next_fn next;
 	void *data;                 /* the generator's */
 	void (*free_data)(struct sim_workload *w); /* frees data, NULL: free() does */
@@ -129,6 +137,7 @@ struct sim_config {
 
 struct sim_thread_result {
 	double run, wait;           /* time computing, time waiting (barriers, queues) */
+	double end;                 /* when it ended */
 	unsigned migrations;
 	int last_vp;
 };

@@ -52,6 +52,9 @@ struct sim_ent {
 	unsigned migrations;
 	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
 	int run_home;               /* while running: the queue it counts in (sub_running) */
+	struct sim_ent *joiner;     /* a thread waiting in SIM_JOIN for this one to end */
+	unsigned long posted;       /* SIM_EXCHANGEs reached */
+	double end;
 };
 
 struct sim_queue {
@@ -132,6 +135,11 @@ struct sim {
 	double *cpu_mark;           /* per thread, CPU time at the last iteration */
 	double iter_start;
 	int iter_barrier;           /* the barrier whose rounds are iterations, -1: none yet */
+	/* Without barriers, an exchange round every thread has passed is an iteration. */
+	unsigned long ex_min;       /* exchanges every exchanging thread has posted */
+	unsigned ex_ahead;          /* exchanging threads that have posted more than ex_min */
+	unsigned ex_threads;        /* threads with neighbours */
+	unsigned *nbuf;             /* scratch: one thread's neighbours (nb_threads) */
 	unsigned iterations, hw_changes;
 	uint64_t rng;
 	FILE *trace;

@@ -314,9 +314,10 @@ int main(int argc, char **argv)
 			if (per_thread)
 				for (unsigned t = 0; t < r.nb_threads; t++) {
 					double tot = r.thread[t].run + r.thread[t].wait;
-					printf("  thread %u: run %.4f s (%.2f%% of its time), wait %.4f s, %u migrations, last VP %d\n",
+					printf("  thread %u: run %.4f s (%.2f%% of its time), wait %.4f s, ends at %.4f s, "
+					       "%u migrations, last VP %d\n",
 					       t, r.thread[t].run, tot > 0 ? 100 * r.thread[t].run / tot : 0, r.thread[t].wait,
-					       r.thread[t].migrations, r.thread[t].last_vp);
+					       r.thread[t].end, r.thread[t].migrations, r.thread[t].last_vp);
 				}
 			sim_result_free(&r);
 		}

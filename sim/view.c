@@ -110,6 +110,9 @@ static void sim_node_fill(struct ma_vnode *n, const struct sim_ent *e, const str
 		n->woken = 1;
 		n->nb_cached = e->opened ? 0 : e->ready;
 		n->nb_members = e->nb_kids;
+		/* The root's members are outer bubbles (gangs), as explicit bubbles of
+		 * marcel_root_bubble are in the library's views, whatever was asked. */
+		n->outer = e->parent && !e->parent->parent;
 		return;
 	}
 	n->state = sim_vstate(e);

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ma_sim.h"
+#include "ma_workload.h"
 
 /* What every generator here keeps. */
 struct sim_gen {
@@ -38,8 +38,7 @@ static double sim_band_work(const struct sim_gen *g, unsigned t, unsigned long i
 	return g->row_cost * ((hi - lo) + (SIM_HOT_COST - 1) * hot);
 }
 
-static int sim_werr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sim_werr(char *err, size_t errlen, const char *fmt, ...)
+int sim_werr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -70,9 +69,7 @@ static void sim_iterative_next(const struct sim_workload *w, unsigned t, unsigne
 	*p = (struct sim_phase){ .kind = SIM_COMPUTE, .work = work, .mem = g->mem };
 }
 
-/* key=value pairs after the name, in place: returns the next "key", its value in *val
- * (NULL: none), or NULL at the end. */
-static char *sim_next_kv(char **cursor, char **val)
+char *sim_next_kv(char **cursor, char **val)
 {
 	char *p = *cursor;
 	if (!p || !*p)
@@ -90,13 +87,32 @@ static char *sim_next_kv(char **cursor, char **val)
 	return p;
 }
 
-static int sim_num(const char *key, const char *val, double lo, double hi, double *out, char *err, size_t errlen)
+int sim_num(const char *key, const char *val, double lo, double hi, double *out, char *err, size_t errlen)
 {
 	char *end;
 	double x = val ? strtod(val, &end) : 0;
 	if (!val || !*val || *end || !(x >= lo && x <= hi))
 		return sim_werr(err, errlen, "%s=%s: expected a number from %g to %g", key, val ? val : "", lo, hi);
 	*out = x;
+	return 0;
+}
+
+int sim_pin_list(const char *what, const char *list, unsigned n, unsigned nb_vps, int *pin, char *err, size_t errlen)
+{
+	const char *p = list;
+	for (unsigned t = 0; t < n; t++) {
+		char *end;
+		long x = strtol(p, &end, 10);
+		if (end == p || x < 0 || x >= (long)nb_vps || (*end && *end != ','))
+			return sim_werr(err, errlen, "%s: pin=%s: expected %u VP numbers below %u separated by commas",
+					what, list, n, nb_vps);
+		pin[t] = (int)x;
+		p = *end ? end + 1 : end;
+		if (!*end && t + 1 < n)
+			return sim_werr(err, errlen, "%s: pin=%s: %u VPs for %u ranks", what, list, t + 1, n);
+	}
+	if (*p)
+		return sim_werr(err, errlen, "%s: pin=%s: more VPs than the %u ranks", what, list, n);
 	return 0;
 }
 
@@ -187,17 +203,8 @@ static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, cha
 		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
 	}
 	/* pin=VP,VP,...: rank i on the i-th VP listed (the seeds' pairings). */
-	for (unsigned t = 0; pins && t < n; t++) {
-		char *end;
-		long x = strtol(pins, &end, 10);
-		if (end == pins || x < 0 || x >= (long)nb_vps || (*end && *end != ','))
-			return sim_werr(err, errlen, "metbench: pin=...: expected %u VP numbers below %u separated by commas",
-					n, nb_vps);
-		w->pin[t] = (int)x;
-		pins = *end ? end + 1 : end;
-		if (!*end && t + 1 < n)
-			return sim_werr(err, errlen, "metbench: pin=...: %u VPs for %u ranks", t + 1, n);
-	}
+	if (pins && sim_pin_list("metbench", pins, n, nb_vps, w->pin, err, errlen))
+		return EINVAL;
 	if (bubble)
 		w->bubbles[0].parent = -1;
 	snprintf(w->desc, sizeof(w->desc), "%s: %u ranks, %lu iterations%s%s%s", var ? "MetBenchVar" : "MetBench", n,
@@ -311,6 +318,11 @@ static const struct {
 	{ "metbench", "ranks=N loads=L,.. unit=S iters=T swap=K mem=M bubble pin|pin=VP,..: per-rank loads, a barrier per iteration" },
 	{ "metbenchvar", "as metbench, the heavy and light ranks swapped every swap=K (15) iterations, 45 iterations" },
 	{ "stencil", "threads=N iters=T work=S mem=M rows=R flat|pin imbalance: conduction/advection stripes, bubbles after the data" },
+	{ "btmz", "ranks=R zones=X ratio=Q iters=T unit=S threads=N assign=block|greedy mem=M pin|pin=VP,..: NPB BT-MZ, "
+		  "uneven zones, halo exchanges with neighbour ranks" },
+	{ "sumtime", "depth=D leaf=S node=S mem=M flat: a spawn tree, each pair of children in a bubble in its parent's" },
+	{ "mix", "apps=N/S/P/K,... mem=M: applications in bubbles, each K iterations of a serial phase S and a parallel "
+		 "one P" },
 	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
 };
 
@@ -330,20 +342,26 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 	if (args)
 		*args++ = 0;
 	int e;
-	if (!strcmp(copy, "metbench") || !strcmp(copy, "metbenchvar"))
+	unsigned which = 0, nb = sizeof(sim_workloads) / sizeof(sim_workloads[0]);
+	while (which < nb && strcmp(copy, sim_workloads[which].name))
+		which++;
+	if (which == nb)
+		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil, btmz, sumtime, "
+			     "mix, replay", copy);
+	else if (!strcmp(copy, "metbench") || !strcmp(copy, "metbenchvar"))
 		e = sim_metbench(w, args, nb_vps, err, errlen, !strcmp(copy, "metbenchvar"));
 	else if (!strcmp(copy, "stencil"))
 		e = sim_stencil(w, args, nb_vps, err, errlen);
-	else if (!strcmp(copy, "replay"))
-		e = sim_replay(w, args, err, errlen);
+	else if (!strcmp(copy, "btmz"))
+		e = sim_btmz(w, args, nb_vps, err, errlen);
+	else if (!strcmp(copy, "sumtime"))
+		e = sim_sumtime(w, args, err, errlen);
+	else if (!strcmp(copy, "mix"))
+		e = sim_mix(w, args, err, errlen);
 	else
-		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil, replay", copy);
-	if (!e && w->next != NULL && strcmp(copy, "replay")) {
-		static const char *const names[] = { "metbench", "metbenchvar", "stencil" };
-		for (unsigned i = 0; i < 3; i++)
-			if (!strcmp(copy, names[i]))
-				w->name = names[i];
-	}
+		e = sim_replay(w, args, err, errlen);
+	if (!e && which < nb && !w->name)
+		w->name = sim_workloads[which].name;
 	free(copy);
 	if (e)
 		sim_workload_free(w);
@@ -364,5 +382,6 @@ void sim_workload_free(struct sim_workload *w)
 	free(w->bubbles);
 	free(w->pin);
 	free(w->barrier_count);
+	free(w->dormant);
 	memset(w, 0, sizeof(*w));
 }
