@@ -413,7 +413,7 @@ void ma_bubble_regen_due(struct ma_bubble *b) MA_HIDDEN;
 
 /* ---- stats.c ---- */
 struct ma_stats {
-	long long load, nb_threads, nb_ready, nb_running, cpu_ns, memory;
+	long long load, nb_threads, nb_ready, nb_running, cpu_ns, memory, masters, nb_spinning;
 	int last_vp, last_level;
 };
 /* Synthesizes e's statistics over its subtree. nodes_bytes, if not NULL, receives bytes

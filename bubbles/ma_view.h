@@ -101,6 +101,9 @@ struct ma_vnode {
 	unsigned char suspended;  /* threads: marcel_suspend asked (not to be stolen) */
 	unsigned char counted;    /* bubbles: keeps its subtree's thread count (for joins) */
 	unsigned char in_cache;   /* threads: waiting in a closed bubble's cache */
+	unsigned char master;     /* threads: a master thread (marcel_task_setmaster; main's) */
+	unsigned char spinning;   /* threads: running, but polling a busy primitive before it
+				     blocks (spin-then-notify): waiting, to the program */
 	unsigned char outer;      /* bubbles: one of the root's bubbles as the program sees
 				     them: explicit, with only implicit bubbles (or none)
 				     between it and the root bubble (gang runs these in turn) */
@@ -130,6 +133,8 @@ struct ma_vnode {
 				     queue or by find_next gives its join count if it keeps
 				     one (counted; it includes threads not started), else 0 */
 	unsigned nb_ready, nb_running; /* threads of its subtree in those states (tree views) */
+	unsigned nb_spinning;     /* of the running ones, those spinning (tree views) */
+	unsigned nb_masters;      /* master threads of its subtree (tree views) */
 	unsigned nb_cached;       /* bubbles: threads waiting in its cache */
 	unsigned nb_members;      /* bubbles: direct members (children of a tree view) */
 	unsigned long timeslice_us; /* bubbles: its regeneration period, 0: none set */
@@ -238,7 +243,7 @@ static inline void ma_vnode_synth(struct ma_vnode *n)
 		return;
 	double load = 0;
 	int vp = -1;
-	n->nb_threads = n->nb_ready = n->nb_running = 0;
+	n->nb_threads = n->nb_ready = n->nb_running = n->nb_spinning = n->nb_masters = 0;
 	n->nb_members = n->nb_children;
 	for (unsigned i = 0; i < n->nb_children; i++) {
 		struct ma_vnode *c = (struct ma_vnode *)(uintptr_t)n->children[i];
@@ -246,6 +251,8 @@ static inline void ma_vnode_synth(struct ma_vnode *n)
 		n->nb_threads += c->nb_threads;
 		n->nb_ready += c->nb_ready;
 		n->nb_running += c->nb_running;
+		n->nb_spinning += c->nb_spinning;
+		n->nb_masters += c->nb_masters;
 		n->cpu_ns += c->cpu_ns;
 		load += c->load;
 		if (c->last_vp != -1)

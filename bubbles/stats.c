@@ -15,6 +15,8 @@ static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)
 	s->nb_ready += st == MA_TASK_READY;
 	s->nb_running += st == MA_TASK_RUNNING;
 	s->cpu_ns += (long long)ma_task_cpu_ns(t);
+	s->masters += atomic_load_explicit(&t->master, memory_order_relaxed);
+	s->nb_spinning += st == MA_TASK_RUNNING && atomic_load_explicit(&t->spinning, memory_order_relaxed);
 }
 
 /* b locked by the caller chain. */
@@ -49,6 +51,8 @@ static void ma_bubble_stats_rec(struct ma_bubble *b, struct ma_stats *s, size_t 
 	s->nb_ready += sub.nb_ready;
 	s->nb_running += sub.nb_running;
 	s->memory += sub.memory;
+	s->masters += sub.masters;
+	s->nb_spinning += sub.nb_spinning;
 }
 
 void ma_entity_stats(struct ma_entity *e, struct ma_stats *s, size_t *node_bytes)
@@ -96,6 +100,8 @@ static int ma_stats_value(const struct ma_stats *s, int which, long long *v)
 	case MARCEL_STATS_LAST_VP: *v = s->last_vp; return 0;
 	case MARCEL_STATS_LAST_LEVEL: *v = s->last_level; return 0;
 	case MARCEL_STATS_MEMORY: *v = s->memory; return 0;
+	case MARCEL_STATS_MASTER: *v = s->masters; return 0;
+	case MARCEL_STATS_NB_SPINNING: *v = s->nb_spinning; return 0;
 	default: return EINVAL;
 	}
 }
@@ -110,7 +116,7 @@ static int ma_task_alive_stats(marcel_t t)
 
 int marcel_task_stats_get(marcel_t t, int which, long long *value)
 {
-	if (!value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMORY)
+	if (!value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_NB_SPINNING)
 		return EINVAL;
 	if (!ma_task_alive_stats(t))
 		return ESRCH;
@@ -129,10 +135,30 @@ int marcel_task_stats_set(marcel_t t, int which, long long value)
 	return 0;
 }
 
+int marcel_task_setmaster(marcel_t t, int master)
+{
+	if (master != 0 && master != 1)
+		return EINVAL;
+	if (!ma_task_alive_stats(t))
+		return ESRCH;
+	atomic_store_explicit(&t->master, (unsigned char)master, memory_order_relaxed);
+	return 0;
+}
+
+int marcel_task_getmaster(marcel_t t, int *master)
+{
+	if (!master)
+		return EINVAL;
+	if (!ma_task_alive_stats(t))
+		return ESRCH;
+	*master = atomic_load_explicit(&t->master, memory_order_relaxed);
+	return 0;
+}
+
 int marcel_bubble_stats_get(marcel_bubble_t *pub, int which, long long *value)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || !value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMORY)
+	if (!b || !value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_NB_SPINNING)
 		return EINVAL;
 	struct ma_stats s;
 	ma_entity_stats(&b->e, &s, NULL);

@@ -429,6 +429,10 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	n->nb_threads = st != MA_TASK_BORN && st != MA_TASK_DEAD && st != MA_TASK_FREE;
 	n->nb_ready = st == MA_TASK_READY;
 	n->nb_running = st == MA_TASK_RUNNING;
+	n->master = atomic_load_explicit(&t->master, memory_order_relaxed);
+	n->spinning = n->nb_running && atomic_load_explicit(&t->spinning, memory_order_relaxed);
+	n->nb_spinning = n->spinning;
+	n->nb_masters = n->master && n->nb_threads;
 	n->cpu_ns = ma_task_cpu_ns(t);
 }
 
@@ -511,6 +515,8 @@ static void ma_vframe_add(struct ma_vframe *f, const struct ma_vslot *c)
 	s->n.nb_threads += c->n.nb_threads;
 	s->n.nb_ready += c->n.nb_ready;
 	s->n.nb_running += c->n.nb_running;
+	s->n.nb_spinning += c->n.nb_spinning;
+	s->n.nb_masters += c->n.nb_masters;
 	s->n.cpu_ns += c->n.cpu_ns;
 	s->memory |= c->memory;
 	f->load += c->n.load;

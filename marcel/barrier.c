@@ -124,7 +124,7 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 	}
 	/* 0: woken by the last arrival; EAGAIN: the round ended before we queued. Either way
 	 * the round is over: no re-check that would read the barrier again. */
-	ma_fwait_u32(ma_bgen(b), gen, MA_NO_DEADLINE);
+	ma_fwait_u32_spin(ma_bgen(b), gen, MA_NO_DEADLINE, 0);
 	return 0;
 }
 

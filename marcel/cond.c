@@ -100,7 +100,7 @@ static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
 	atomic_fetch_add(ma_cwaiters(c), 1);
 	unsigned seq = atomic_load(ma_cseq(c));
 	unsigned depth = ma_mutex_release_all(m);
-	int e = ma_fwait_u32_point(ma_cseq(c), seq, deadline);
+	int e = ma_fwait_u32_spin(ma_cseq(c), seq, deadline, 1);
 	atomic_fetch_sub(ma_cwaiters(c), 1);
 	ma_mutex_reacquire(m, depth);
 	if (ma_unlikely(e == ECANCELED))

@@ -102,6 +102,9 @@ marcel_spin_notify_t marcel_spin_notify_set(marcel_spin_notify_t fn)
 
 void ma_spin_notify(int spinning)
 {
+	struct marcel_task *self = ma_task_self();
+	if (self)
+		atomic_store_explicit(&self->spinning, (unsigned char)spinning, memory_order_relaxed);
 	marcel_spin_notify_t fn = atomic_load_explicit(&ma_spin_hook, memory_order_relaxed);
 	if (fn)
 		fn(marcel_self(), spinning);
@@ -239,6 +242,29 @@ static int ma_u32_check(const void *arg)
 	return ma_load_seq_cst(c->addr) == c->val;
 }
 
+/*
+ * Spin, then block (the 004 seed's spin-then-notify): a marcel thread polls the word for
+ * up to MARCEL_SPIN rounds before it queues, marked as spinning meanwhile, so that a
+ * wake-up that comes soon costs no block and no switch, and a strategy counting the
+ * program's parallelism does not count it. Returns whether the word changed (EAGAIN,
+ * as if it had changed before the wait). MARCEL_SPIN's default is 0 on one VP and with
+ * more VPs than processors, where a spinner would only delay the thread it waits for.
+ */
+static int ma_u32_spin(const unsigned *addr, unsigned val)
+{
+	unsigned limit = ma_spin_limit();
+	if (!limit || !ma_worker_self())
+		return 0;
+	ma_spin_notify(1);
+	unsigned i = 0;
+	while (i < limit && ma_load_seq_cst(addr) == val) {
+		ma_cpu_relax();
+		i++;
+	}
+	ma_spin_notify(0);
+	return i < limit;
+}
+
 int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline)
 {
 	struct ma_u32_check c = { addr, val };
@@ -249,6 +275,13 @@ int ma_fwait_u32_point(const void *addr, unsigned val, uint64_t deadline)
 {
 	struct ma_u32_check c = { addr, val };
 	return ma_fwait_point(addr, ma_u32_check, &c, deadline);
+}
+
+int ma_fwait_u32_spin(const void *addr, unsigned val, uint64_t deadline, int point)
+{
+	if (ma_u32_spin(addr, val))
+		return EAGAIN;
+	return point ? ma_fwait_u32_point(addr, val, deadline) : ma_fwait_u32(addr, val, deadline);
 }
 
 unsigned ma_fwake(const void *key, unsigned n)

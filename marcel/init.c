@@ -121,6 +121,7 @@ static int ma_setup_main(void)
 	if (!m)
 		return ENOMEM;
 	m->is_main = 1;
+	atomic_init(&m->master, 1); /* the default master thread (marcel_task_setmaster) */
 	atomic_init(&m->e.prio, MA_DEF_PRIO);
 	m->e.sched_holder = &ma_rt.rqs[0].hold;
 	/* main is nobody's to join or reclaim: marcel_end takes care of it. */

@@ -222,6 +222,12 @@ struct marcel_task {
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;
 	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
+	/* What the asymmetry-aware strategies read in views: a master thread (marcel_task_
+	 * setmaster; main's is set at start), and whether it polls a busy primitive now
+	 * (ma_spin_notify: runnable to the machine, waiting to the program). Written by
+	 * anyone (master) or the thread itself (spinning), read without a lock. */
+	atomic_uchar master;
+	atomic_uchar spinning;
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
 	unsigned char placed;             /* its attributes chose its first queue (VP set or
 					     policy): it starts there, not in its bubble */

@@ -131,6 +131,10 @@ int ma_fwait_point(const void *key, int (*blocking)(const void *arg), const void
 int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline) MA_HIDDEN;
 /* The same at a cancellation point (see ma_fwait_point). */
 int ma_fwait_u32_point(const void *addr, unsigned val, uint64_t deadline) MA_HIDDEN;
+/* Spin, then block: polls *addr for MARCEL_SPIN rounds first (marked as spinning), then
+ * waits as ma_fwait_u32 (point: ma_fwait_u32_point). EAGAIN if it changed while polling.
+ * For the waits whose waker is another running thread: conditions, semaphores, barriers. */
+int ma_fwait_u32_spin(const void *addr, unsigned val, uint64_t deadline, int point) MA_HIDDEN;
 /* Wakes up to n waiters of key, oldest first; returns how many. */
 unsigned ma_fwake(const void *key, unsigned n) MA_HIDDEN;
 /* Whether a thread is blocked on key. */

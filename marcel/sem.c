@@ -41,7 +41,7 @@ static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s,
 		return ma_not_running(call, EPERM);
 	for (;;) {
 		atomic_fetch_add(ma_swaiters(s), 1);
-		int e = point ? ma_fwait_u32_point(ma_sval(s), 0, deadline) : ma_fwait_u32(ma_sval(s), 0, deadline);
+		int e = ma_fwait_u32_spin(ma_sval(s), 0, deadline, point);
 		atomic_fetch_sub(ma_swaiters(s), 1);
 		if (point && ma_unlikely(e == ECANCELED))
 			ma_cancel_act(ma_task_self());

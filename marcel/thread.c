@@ -132,6 +132,8 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	ma_write_once(&t->e.sched_holder, &(rq ? rq : &ma_rt.rqs[0])->hold);
 	atomic_init(&t->e.sched_level, 0);
 	atomic_init(&t->e.load_hint, -1);
+	atomic_init(&t->master, 0);
+	atomic_init(&t->spinning, 0);
 	ma_write_once(&t->e.last_level, -1);
 	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;

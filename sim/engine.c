@@ -555,6 +555,7 @@ static int sim_setup(struct sim *s)
 		x->vp = x->last_vp = x->last_core = x->home_node = -1;
 		x->parent = w->thread_bubble[t] < 0 ? &s->root : &s->bubble[w->thread_bubble[t]];
 		x->parent->kids[x->parent->nb_kids++] = x;
+		x->master = w->master && w->master[t];
 		x->fixed_item = w->pin && w->pin[t] >= 0 ? (int)(s->nl + (unsigned)w->pin[t] % s->nv) : -1;
 		/* A member of the root (or pinned) has a queue of its own; a member of a
 		 * bubble waits in it until the bubble is burst. */
@@ -605,6 +606,7 @@ static void sim_teardown(struct sim *s)
 	free(s->qparent);
 	free(s->on_path);
 	free(s->nbuf);
+	free(s->kind_speed);
 	ma_topo_free(&s->topo);
 }
 
@@ -681,6 +683,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 	s->nv = s->topo.nb_vps;
 	s->nq = s->nl + s->nv;
 	e = sim_setup(s);
+	if (!e)
+		e = sim_kind_speeds(s);
 	if (!e && s->s->priv_size) {
 		s->priv = calloc(1, s->s->priv_size);
 		e = s->priv ? 0 : ENOMEM;

@@ -46,9 +46,6 @@ struct sim_machine {
 				       of the topology tree between the two */
 	double timeslice_s;         /* a VP's round robin among threads of its path */
 	double wake_s;              /* an idle VP notices new work within this (uniformly) */
-	double kind_speed[4];       /* speed of each core kind (hwloc cpukinds, 0: the most
-				       efficient); 1 when the topology has one kind */
-	unsigned nb_kinds;
 	int hw_lo, hw_hi;           /* the levels the hwprio backend reaches */
 };
 
@@ -95,6 +92,8 @@ struct sim_workload {
 	unsigned nb_barriers;
 	unsigned *barrier_count;    /* threads each barrier waits for */
 	unsigned char *dormant;     /* per thread, 1: it starts when another spawns it; NULL: none */
+	unsigned char *master;      /* per thread, 1: a master thread (marcel_task_setmaster:
+				       an application's main thread); NULL: none */
 	/* Thread t's neighbours for SIM_EXCHANGE, at most max of them in out: their number.
 	 * NULL if the workload exchanges nothing. The relation must be symmetric. */
 	unsigned (*neighbours)(const struct sim_workload *w, unsigned t, unsigned *out, unsigned max);

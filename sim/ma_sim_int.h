@@ -21,6 +21,7 @@ struct sim_ent {
 	unsigned char opened;       /* bubble: burst, its members scheduled on `item` */
 	unsigned char in_cache;     /* thread: ready inside its closed unit */
 	unsigned char stray;
+	unsigned char master;       /* thread: a master thread (the workload's hint) */
 	int index;                  /* thread or bubble index in the workload, -1: the root */
 	struct sim_ent *parent;     /* NULL: the root bubble (or the root itself) */
 	struct sim_ent **kids;      /* bubble: members, in member order */
@@ -141,6 +142,8 @@ struct sim {
 	unsigned ex_threads;        /* threads with neighbours */
 	unsigned *nbuf;             /* scratch: one thread's neighbours (nb_threads) */
 	unsigned iterations, hw_changes;
+	double *kind_speed;         /* per core kind (hwloc's index) */
+	unsigned nb_kinds;
 	uint64_t rng;
 	FILE *trace;
 	int snapshot_done;
@@ -194,6 +197,9 @@ int sim_snapshot_write(struct sim *s, FILE *out);
 void sim_snapshot(struct sim *s);
 
 /* model.c */
+/* Each core kind's speed: its FrequencyMaxMHz over the fastest's; 1 for all if a kind
+ * has none. 0 or ENOMEM. */
+int sim_kind_speeds(struct sim *s);
 double sim_speed(const struct sim *s, const struct sim_ent *t, unsigned v);
 
 #endif

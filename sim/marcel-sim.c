@@ -19,6 +19,8 @@ static void usage(FILE *out)
 		"                 smt_model=share|power5 smt_up=X smt_down=X smt_idle=release|keep\n"
 		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X hw_lo=L hw_hi=L\n"
 		"                 (repeat the option to add to it; doc/simulator.md explains each)\n"
+		"  --topology SPEC   the machine's topology (as MARCEL_TOPOLOGY: commas allowed, and\n"
+		"                    \"; cpukinds=PUS@MHZ/PUS@MHZ\" for core kinds, slowest first)\n"
 		"  --workload SPEC   NAME[:KEY=VALUE...]; --list shows the workloads and keys\n"
 		"  --strategy A[,B]  marcel strategies to compare (default: null)\n"
 		"  --hwprio P[,Q]    off, dlrb, uniform, adaptive, or static=L/L/... (a level per\n"
@@ -167,6 +169,7 @@ int main(int argc, char **argv)
 	struct sim_machine m;
 	sim_machine_defaults(&m);
 	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL, *snapshot = NULL;
+	const char *topology = NULL;
 	double snapshot_at = -1;
 	unsigned long long seed = 1;
 	int per_thread = 0;
@@ -198,6 +201,8 @@ int main(int argc, char **argv)
 			for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save))
 				if (set_param(&m, kv))
 					return 2;
+		} else if (!strcmp(a, "--topology")) {
+			topology = v;
 		} else if (!strcmp(a, "--workload")) {
 			workload = v;
 		} else if (!strcmp(a, "--strategy")) {
@@ -227,6 +232,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* --topology wins over a preset's, wherever it was given. */
+	if (topology)
+		m.topology = topology;
 	/* The workload is made for the machine's VPs: load the topology once to count them. */
 	static struct sim_workload w; /* freed at exit (owned) */
 	char err[300];

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ma_sim_int.h"
 
@@ -80,12 +81,42 @@ double sim_speed(const struct sim *s, const struct sim_ent *t, unsigned v)
 	const struct sim_machine *m = s->m;
 	double k = 1;
 	int kind = s->vp[v].kind;
-	if (kind >= 0 && (unsigned)kind < m->nb_kinds)
-		k = m->kind_speed[kind];
+	if (kind >= 0 && (unsigned)kind < s->nb_kinds)
+		k = s->kind_speed[kind];
 	double mem = 1;
 	if (t->home_node >= 0 && s->vp[v].node >= 0 && t->home_node != s->vp[v].node)
 		mem = 1 / ((1 - t->phase.mem) + t->phase.mem * m->numa_factor);
 	return k * sim_smt_factor(s, v) * mem;
+}
+
+int sim_kind_speeds(struct sim *s)
+{
+	unsigned n = s->topo.nb_cpukinds;
+	s->kind_speed = calloc(n ? n : 1, sizeof(double));
+	if (!s->kind_speed)
+		return ENOMEM;
+	s->nb_kinds = n;
+	double fmax = 0;
+	for (unsigned k = 0; k < n; k++) {
+		struct hwloc_info_s *infos = NULL;
+		unsigned nr = 0;
+		int eff;
+		s->kind_speed[k] = 0;
+		if (hwloc_cpukinds_get_info(s->topo.hw, k, NULL, &eff, &nr, &infos, 0) < 0)
+			continue;
+		for (unsigned i = 0; i < nr; i++)
+			if (!strcmp(infos[i].name, "FrequencyMaxMHz"))
+				s->kind_speed[k] = strtod(infos[i].value, NULL);
+		if (s->kind_speed[k] > fmax)
+			fmax = s->kind_speed[k];
+	}
+	/* A kind without a frequency: nothing to compare, every kind runs at 1. */
+	for (unsigned k = 0; k < n; k++)
+		if (!(s->kind_speed[k] > 0))
+			fmax = 0;
+	for (unsigned k = 0; k < n; k++)
+		s->kind_speed[k] = fmax > 0 ? s->kind_speed[k] / fmax : 1;
+	return 0;
 }
 
 void sim_machine_defaults(struct sim_machine *m)
@@ -102,8 +133,6 @@ void sim_machine_defaults(struct sim_machine *m)
 		.migrate_s = 20e-6,
 		.timeslice_s = 0.01,
 		.wake_s = 5e-6,
-		.kind_speed = { 1, 1, 1, 1 },
-		.nb_kinds = 1,
 		.hw_lo = -2,
 		.hw_hi = 2,
 	};

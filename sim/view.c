@@ -124,6 +124,8 @@ static void sim_node_fill(struct ma_vnode *n, const struct sim_ent *e, const str
 	n->nb_threads = e->state != SIM_T_DONE;
 	n->nb_ready = e->state == SIM_T_READY;
 	n->nb_running = e->state == SIM_T_RUNNING;
+	n->master = e->master;
+	n->nb_masters = e->master && n->nb_threads;
 	n->cpu_ns = (uint64_t)(e->cpu * 1e9);
 	if (e->parent && e->parent->opened)
 		n->home = e->parent->item;

@@ -426,11 +426,13 @@ int sim_mix(struct sim_workload *w, char *args, char *err, size_t errlen)
 	w->bubbles = calloc(nb, sizeof(*w->bubbles));
 	w->barrier_count = calloc(nb, sizeof(unsigned));
 	x->app_of = calloc(total, sizeof(unsigned));
-	if (!w->thread_bubble || !w->pin || !w->bubbles || !w->barrier_count || !x->app_of)
+	w->master = calloc(total, 1);
+	if (!w->thread_bubble || !w->pin || !w->bubbles || !w->barrier_count || !x->app_of || !w->master)
 		return ENOMEM;
 	for (unsigned a = 0; a < nb; a++) {
 		w->bubbles[a].parent = -1;
 		w->barrier_count[a] = x->app[a].threads;
+		w->master[x->app[a].first] = 1; /* each application's main thread */
 		for (unsigned t = x->app[a].first; t < x->app[a].first + x->app[a].threads; t++) {
 			x->app_of[t] = a;
 			w->thread_bubble[t] = (int)a;

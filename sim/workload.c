@@ -383,5 +383,6 @@ void sim_workload_free(struct sim_workload *w)
 	free(w->pin);
 	free(w->barrier_count);
 	free(w->dormant);
+	free(w->master);
 	memset(w, 0, sizeof(*w));
 }

@@ -708,6 +708,48 @@ START_TEST(test_cpukinds_xml)
 }
 END_TEST
 
+/* Kinds given by hand after the description: the 004 seed's 4 fast + 12 slow, one fast
+ * core per package; their frequencies as hwloc's FrequencyMaxMHz. */
+START_TEST(test_cpukinds_spec)
+{
+	load("pack:4 core:4; cpukinds=1-3,5-7,9-11,13-15@1150/0,4,8,12@2300", 8, 0, 0);
+	check_invariants(8);
+	ck_assert_uint_eq(topo.nb_cpukinds, 2);
+	ck_assert_int_eq(topo.cpukinds[0].efficiency, 0);
+	ck_assert_str_eq(topo.cpukinds[0].name, "FrequencyMaxMHz=1150");
+	ck_assert_int_eq(hwloc_bitmap_weight(topo.cpukinds[0].cpuset), 12);
+	ck_assert_int_eq(topo.cpukinds[1].efficiency, 1);
+	ck_assert_str_eq(topo.cpukinds[1].name, "FrequencyMaxMHz=2300");
+	ck_assert_int_eq(hwloc_bitmap_weight(topo.cpukinds[1].cpuset), 4);
+	ck_assert_int_eq(find("Core0")->cpukind, 1);
+	ck_assert_int_eq(find("Core4")->cpukind, 1);
+	ck_assert_int_eq(find("Core5")->cpukind, 0);
+	ck_assert_int_eq(find("Package1")->cpukind, -1);
+	ck_assert_int_eq(topo.fake, 1);
+	ma_topo_free(&topo);
+	/* Without frequencies; spaces around the parts. */
+	load("core:2 pu:2 ;  cpukinds=2-3/0-1 ", 8, 0, 1);
+	ck_assert_uint_eq(topo.nb_cpukinds, 2);
+	ck_assert_str_eq(topo.cpukinds[1].name, "");
+	ck_assert_int_eq(find("Core0")->cpukind, 1);
+	ck_assert_int_eq(find("Core1")->cpukind, 0);
+}
+END_TEST
+
+START_TEST(test_cpukinds_spec_errors)
+{
+	load_fails("core:4; cpukinds=0-2", 8, 0, EINVAL, "PU 3 is in no kind");
+	load_fails("core:4; cpukinds=0-3/3", 8, 0, EINVAL, "PU 3 is in two kinds");
+	load_fails("core:4; cpukinds=0-9", 8, 0, EINVAL, "PUs 0 to 3");
+	load_fails("core:4; cpukinds=0-1/x", 8, 0, EINVAL, "\"x\": expected PU numbers");
+	load_fails("core:4; cpukinds=0-1/", 8, 0, EINVAL, "an empty kind");
+	load_fails("core:4; cpukinds=3-1", 8, 0, EINVAL, "LOW-HIGH");
+	load_fails("core:4; cpukinds=0-3@fast", 8, 0, EINVAL, "frequency in MHz");
+	load_fails("core:4; speed=2", 8, 0, EINVAL, "only \"cpukinds=");
+	load_fails("bogus:3; cpukinds=0", 8, 0, EINVAL, "not a valid hwloc synthetic description");
+}
+END_TEST
+
 static Suite *topology_suite(void)
 {
 	Suite *s = suite_create("topology");
@@ -749,6 +791,8 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, test_real_machine);
 	tcase_add_test(tc, test_fake_never_binds);
 	tcase_add_test(tc, test_cpukinds_xml);
+	tcase_add_test(tc, test_cpukinds_spec);
+	tcase_add_test(tc, test_cpukinds_spec_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,12 @@
 int ma_topo_build_levels(struct ma_topo *t, unsigned maxarity);
 /* "NUMANode", "L3Cache", "Core"... for one kind bit. */
 const char *ma_topo_kind_name(enum ma_level_kind kind);
+
+/* kinds.c: the part of spec after ';' (NULL: none), the length before it in *base_len. */
+const char *ma_topo_kinds_part(const char *spec, size_t *base_len);
+/* Registers the kinds of a "cpukinds=..." part with hwloc (t->hw loaded, t->nb_pus
+ * counted): 0, or EINVAL/ENOMEM with a line in err. */
+int ma_topo_register_kinds(struct ma_topo *t, const char *part, char *err, size_t errlen);
 /* vpmap.c: fills t->vps and each level's first_vp/nb_vps. */
 int ma_topo_map_vps(struct ma_topo *t, unsigned nvp, int smt);
 /* topology.c: "this machine", "synthetic \"...\"" or "xml path", for the summary line. */

@@ -260,12 +260,26 @@ int ma_topo_load(struct ma_topo *t, const struct ma_topo_options *opt, char *err
 		return EINVAL;
 	}
 
-	ret = load_hwloc(t, opt->spec, err, errlen);
+	/* "DESCRIPTION; cpukinds=...": kinds given by hand (kinds.c); an empty description
+	 * before the ';' is this machine. */
+	size_t base_len;
+	const char *kinds = ma_topo_kinds_part(opt->spec, &base_len);
+	char *base = opt->spec && base_len ? strndup(opt->spec, base_len) : NULL;
+	if (opt->spec && base_len && !base) {
+		seterr(err, errlen, "out of memory");
+		return ENOMEM;
+	}
+	while (base && base_len && base[base_len - 1] == ' ')
+		base[--base_len] = '\0';
+	ret = load_hwloc(t, base, err, errlen);
+	free(base);
 	if (!ret) {
 		ret = count_objects(t);
 		if (ret)
 			seterr(err, errlen, "the topology has no PU");
 	}
+	if (!ret && kinds)
+		ret = ma_topo_register_kinds(t, kinds, err, errlen);
 	if (!ret) {
 		ret = load_cpukinds(t);
 		if (ret)

@@ -275,7 +275,23 @@ enum marcel_stats {
 	MARCEL_STATS_LAST_LEVEL,  /**< Topology item of the queue it was last taken from or
 				       burst on, -1 if never. */
 	MARCEL_STATS_MEMORY,      /**< Bytes of memory attached (all NUMA nodes). */
+	MARCEL_STATS_MASTER,      /**< 1 if the thread is a master thread (marcel_task_setmaster(),
+				       main's by default); a bubble: how many of its threads are. */
+	MARCEL_STATS_NB_SPINNING, /**< Threads polling a busy primitive now, before they block
+				       (counted in ::MARCEL_STATS_NB_RUNNING too): runnable to
+				       the machine, waiting to the program. */
 };
+
+/** Marks @p t as a master thread (@p master 1) or not (0): the thread whose progress the
+ * others wait for in a program's serial phases. The asymmetry-aware strategies (`pa`,
+ * `mintlp`) keep a master on a fast core whenever it runs. The thread that runs main is
+ * a master from the start.
+ * @return 0; EINVAL for a @p master other than 0 or 1; ESRCH if @p t ended. */
+int marcel_task_setmaster(marcel_t t, int master);
+
+/** Reads whether @p t is a master thread into @p master.
+ * @return 0; EINVAL for a NULL @p master; ESRCH if @p t ended. */
+int marcel_task_getmaster(marcel_t t, int *master);
 
 /** Reads statistic @p which of thread @p t into @p value.
  * @return 0; EINVAL for NULL arguments, an unknown statistic; ESRCH if @p t ended. */
