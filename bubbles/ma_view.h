@@ -84,6 +84,16 @@ enum ma_vstate {
 /* ma_vnode.last_vp of a bubble whose threads last ran on different VPs. */
 #define MA_V_SEVERAL (-2)
 
+/* A thread's load metrics (ma_vnode.metric), in events per 1000 instructions retired:
+ * the resources SMT siblings share (the 001 seed's load metrics). The order of
+ * MARCEL_STATS_FP_RATE and the next two, and of the core's enum ma_metric. */
+enum ma_vmetric {
+	MA_VM_FP,                 /* floating-point operations */
+	MA_VM_MISS,               /* cache misses */
+	MA_VM_MEMOP,              /* memory operations (level-1 data reads) */
+	MA_VM_NB
+};
+
 struct ma_vnode {
 	uint64_t id;              /* the entity's unique id (thread id, or bubble id with
 				     MA_TRACE_BUBBLE_TAG): decisions name it, the executor maps
@@ -141,6 +151,11 @@ struct ma_vnode {
 	uint64_t cpu_ns;          /* CPU time of its subtree, ended threads included */
 	unsigned nb_children;     /* tree views: its members, in member order */
 	const struct ma_vnode *const *children;
+	/* Threads, in views built with MA_VIEW_METRICS: bit m set when metric[m] is known
+	 * (the counters' measure, else the application's hint); 0 everywhere else, so that
+	 * a node filled without them has none. */
+	unsigned char metrics;
+	float metric[MA_VM_NB];   /* per enum ma_vmetric, events per 1000 instructions */
 };
 
 /* Detail a view is built with, on top of the counters: what a strategy asks for
@@ -159,10 +174,18 @@ struct ma_vnode {
 #define MA_VIEW_OUTER 16u     /* ma_view.outer: every outer bubble of the tree (ma_vnode.
 				 outer), found by a walk of the root bubble's members and of
 				 its implicit bubbles (each locked while its parent is) */
+#define MA_VIEW_TREE 32u      /* a view about no bubble (the heartbeat's) gets the whole
+				 tree as v->root anyway, as decide_start's: a walk of every
+				 bubble, each locked in turn (pa and mintlp classify every
+				 application at each beat) */
+#define MA_VIEW_METRICS 64u   /* ma_vnode.metrics and metric of threads (marcel/metrics.c):
+				 the hardware counters are sampled first where they are in
+				 use (MARCEL_METRICS), a read of each worker's */
 #define MA_VIEW_HAS_READY MA_VIEW_READY
 #define MA_VIEW_HAS_MEMORY MA_VIEW_MEMORY
 #define MA_VIEW_HAS_PLACED MA_VIEW_PLACED
 #define MA_VIEW_HAS_OUTER MA_VIEW_OUTER
+#define MA_VIEW_HAS_METRICS MA_VIEW_METRICS
 
 struct ma_view_rt;
 

@@ -6,6 +6,39 @@
 #include <errno.h>
 #include <time.h>
 #include "ma_bubble.h"
+#include "ma_metrics.h"
+
+_Static_assert(MARCEL_STATS_MISS_RATE - MARCEL_STATS_FP_RATE == MA_METRIC_MISS &&
+		       MARCEL_STATS_MEMOP_RATE - MARCEL_STATS_FP_RATE == MA_METRIC_MEMOP,
+	       "the public load metrics in the core's order");
+
+/* The metric a statistic names, or -1. */
+static int ma_stats_metric(int which)
+{
+	return which >= MARCEL_STATS_FP_RATE && which <= MARCEL_STATS_MEMOP_RATE ? which - MARCEL_STATS_FP_RATE : -1;
+}
+
+/* Metric m summed over the live threads of b's subtree that have one (b locked by the
+ * caller chain); *any: whether one had. */
+static void ma_bubble_metric_rec(struct ma_bubble *b, unsigned m, long long *sum, int *any)
+{
+	ma_list_for_each_entry(struct ma_entity, e, &b->members, member_node) {
+		if (e->type == MA_TASK_ENTITY) {
+			struct marcel_task *t = ma_task_of_entity(e);
+			int st = atomic_load_explicit(&t->state, memory_order_relaxed);
+			float x[MA_METRIC_NB];
+			if (st == MA_TASK_DEAD || st == MA_TASK_FREE || !(ma_metrics_of(t, x) & (1u << m)))
+				continue;
+			*sum += (long long)x[m];
+			*any = 1;
+		} else {
+			struct ma_bubble *c = ma_bubble_of_entity(e);
+			ma_spin_lock(&c->hold.lock);
+			ma_bubble_metric_rec(c, m, sum, any);
+			ma_spin_unlock(&c->hold.lock);
+		}
+	}
+}
 
 static void ma_task_stats(struct marcel_task *t, struct ma_stats *s)
 {
@@ -116,10 +149,15 @@ static int ma_task_alive_stats(marcel_t t)
 
 int marcel_task_stats_get(marcel_t t, int which, long long *value)
 {
-	if (!value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_NB_SPINNING)
+	if (!value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMOP_RATE)
 		return EINVAL;
 	if (!ma_task_alive_stats(t))
 		return ESRCH;
+	int m = ma_stats_metric(which);
+	if (m >= 0) {
+		*value = ma_metric_get(t, (unsigned)m);
+		return 0;
+	}
 	struct ma_stats s;
 	ma_entity_stats(&t->e, &s, NULL);
 	return ma_stats_value(&s, which, value);
@@ -127,10 +165,13 @@ int marcel_task_stats_get(marcel_t t, int which, long long *value)
 
 int marcel_task_stats_set(marcel_t t, int which, long long value)
 {
-	if (which != MARCEL_STATS_LOAD)
+	int m = ma_stats_metric(which);
+	if (which != MARCEL_STATS_LOAD && (m < 0 || value > MA_METRIC_MAX))
 		return EINVAL;
 	if (!ma_task_alive_stats(t))
 		return ESRCH;
+	if (m >= 0)
+		return ma_metric_hint(t, (unsigned)m, value);
 	atomic_store_explicit(&t->e.load_hint, value < 0 ? -1 : value, memory_order_relaxed);
 	return 0;
 }
@@ -158,8 +199,19 @@ int marcel_task_getmaster(marcel_t t, int *master)
 int marcel_bubble_stats_get(marcel_bubble_t *pub, int which, long long *value)
 {
 	struct ma_bubble *b = ma_bubble_get(pub);
-	if (!b || !value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_NB_SPINNING)
+	if (!b || !value || which < MARCEL_STATS_LOAD || which > MARCEL_STATS_MEMOP_RATE)
 		return EINVAL;
+	int m = ma_stats_metric(which);
+	if (m >= 0) {
+		long long sum = 0;
+		int any = 0;
+		(void)ma_metrics_refresh(0);
+		ma_spin_lock(&b->hold.lock);
+		ma_bubble_metric_rec(b, (unsigned)m, &sum, &any);
+		ma_spin_unlock(&b->hold.lock);
+		*value = any ? sum : -1;
+		return 0;
+	}
 	struct ma_stats s;
 	ma_entity_stats(&b->e, &s, NULL);
 	return ma_stats_value(&s, which, value);

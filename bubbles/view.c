@@ -9,6 +9,11 @@
 #include <time.h>
 #include "ma_view_build.h"
 #include "ma_strategy.h"
+#include "ma_metrics.h"
+
+_Static_assert((int)MA_VM_FP == (int)MA_METRIC_FP && (int)MA_VM_MISS == (int)MA_METRIC_MISS &&
+		       (int)MA_VM_MEMOP == (int)MA_METRIC_MEMOP && (int)MA_VM_NB == (int)MA_METRIC_NB,
+	       "the view's metrics in the core's order");
 
 /* ---- the arena ---- */
 
@@ -26,6 +31,7 @@ struct ma_view_rt {
 	unsigned nb_slots;
 	struct ma_vslot **index;          /* the slots by id, made last */
 	int failed;                       /* memory ran out: the build fails */
+	unsigned char metrics;            /* threads' nodes get their metrics (MA_VIEW_METRICS) */
 };
 
 static size_t ma_arena_round(size_t n)
@@ -69,8 +75,11 @@ static void ma_chunk_spare(struct ma_chunk *c)
 		free(c);
 }
 
+/* When the bubbles layer stops: the counters the views' metrics opened are closed with
+ * the spare chunks. */
 void ma_view_spares_free(void)
 {
+	ma_metrics_stop();
 	ma_spin_lock(&ma_arena_spare_lock);
 	struct ma_chunk *c = ma_arena_spare;
 	ma_arena_spare = NULL;
@@ -396,7 +405,7 @@ static int ma_bubble_outer(const struct ma_bubble *b)
 
 /* Thread t, proven alive by the caller (a member of a bubble it holds, or queued on a
  * queue it holds). */
-static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
+static void ma_view_fill_task(const struct ma_view_rt *rt, struct ma_vslot *s, struct marcel_task *t)
 {
 	struct ma_vnode *n = &s->n;
 	struct ma_entity *e = &t->e;
@@ -434,6 +443,8 @@ static void ma_view_fill_task(struct ma_vslot *s, struct marcel_task *t)
 	n->nb_spinning = n->spinning;
 	n->nb_masters = n->master && n->nb_threads;
 	n->cpu_ns = ma_task_cpu_ns(t);
+	if (rt->metrics)
+		n->metrics = (unsigned char)ma_metrics_of(t, n->metric);
 }
 
 /* Bubble b, locked by the caller: its own fields (its members are the caller's). */
@@ -547,7 +558,7 @@ static struct ma_vslot *ma_view_bubble(struct ma_view_rt *rt, struct ma_bubble *
 			if (m->type == MA_TASK_ENTITY) {
 				struct ma_vslot *c = ma_slot_new(rt, m, x);
 				if (c) {
-					ma_view_fill_task(c, ma_task_of_entity(m));
+					ma_view_fill_task(rt, c, ma_task_of_entity(m));
 					c->n.parent = &f->s->n;
 					if (x != ma_root_bubble && f->s->status == MA_BUBBLE_OPENED)
 						c->n.home = f->s->n.item;
@@ -620,6 +631,12 @@ static int ma_view_begin(struct ma_view *v, const struct ma_worker *self, struct
 	v->self_vp = self ? (int)self->vp : -1;
 	v->now_ns = ma_clock_ns();
 	v->begun = atomic_load(&ma_sched_begun) != 0;
+	/* The counters are sampled before any lock is taken; each thread's metrics are read
+	 * where its node is filled, while the walk keeps it alive. */
+	if ((flags & MA_VIEW_METRICS) && ma_metrics_refresh(1)) {
+		rt->metrics = 1;
+		v->flags |= MA_VIEW_HAS_METRICS;
+	}
 	struct ma_vitem *it = ma_arena_alloc(rt, (nl + nv) * sizeof(*it));
 	if (!it) {
 		ma_view_release(v);
@@ -893,6 +910,8 @@ int ma_view_build_subtree(struct ma_view *v, struct ma_bubble *b, unsigned flags
 	int err = ma_view_begin(v, ma_worker_self(), &it, flags);
 	if (err)
 		return err;
+	if (!b && (flags & MA_VIEW_TREE))
+		b = ma_root_bubble;
 	if (b) {
 		ma_spin_lock(&b->hold.lock);
 		struct ma_vslot *s = ma_view_bubble(v->rt, b, NULL);
@@ -939,7 +958,7 @@ int ma_view_build_thread(struct ma_view *v, struct marcel_task *t, unsigned flag
 		return err;
 	struct ma_vslot *s = ma_slot_new(v->rt, &t->e, NULL);
 	if (s) {
-		ma_view_fill_task(s, t);
+		ma_view_fill_task(v->rt, s, t);
 		/* Its bubble's storage is not reused before ma_estimate_end, should t leave it
 		 * meanwhile (ma_view_home reads it without its lock). */
 		struct ma_worker *est = ma_estimate_begin();
@@ -965,7 +984,7 @@ static unsigned ma_view_waiting_locked(struct ma_view_rt *rt, struct ma_runqueue
 				struct ma_vslot *s = ma_slot_new(rt, e, NULL);
 				if (!s)
 					continue;
-				ma_view_fill_task(s, ma_task_of_entity(e));
+				ma_view_fill_task(rt, s, ma_task_of_entity(e));
 				s->n.home = ma_view_home(e);
 				taken++;
 				continue;

@@ -228,6 +228,16 @@ struct marcel_task {
 	 * anyone (master) or the thread itself (spinning), read without a lock. */
 	atomic_uchar master;
 	atomic_uchar spinning;
+	/* Load metrics (metrics.c), per enum ma_metric, in events per 1000 instructions, each
+	 * stored plus one (0: none, so that a zeroed descriptor has none): the application's
+	 * hint (written by anyone), and the counters' measure, which holds only while
+	 * metric_of is this thread's id plus one (the sampler may write into a descriptor
+	 * being recycled: the id tells). metric_count: the decayed counts the measure comes
+	 * from (instructions first), the sampler's alone, under its lock. */
+	_Atomic int32_t metric_hint[3];
+	_Atomic int32_t metric_rate[3];
+	_Atomic uint64_t metric_of;
+	uint64_t metric_count[4];
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
 	unsigned char placed;             /* its attributes chose its first queue (VP set or
 					     policy): it starts there, not in its bubble */
@@ -386,6 +396,7 @@ struct ma_options {
 	const char *trace;                /* MARCEL_TRACE: trace file; NULL: no trace */
 	int debug;                        /* MARCEL_DEBUG: say what waits may never end, and
 					     which threads leave __thread data behind */
+	int metrics;                      /* MARCEL_METRICS: enum ma_metrics_mode (ma_metrics.h) */
 	char topology_buf[4096];
 	char bubble_sched_buf[64];
 	char hwprio_buf[256];

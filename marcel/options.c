@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ma_sched.h"
+#include "ma_metrics.h"
 
 extern char **environ;
 
@@ -194,6 +195,20 @@ static int ma_opt_debug(struct ma_options *o, const char *v, const char **accept
 	return 0;
 }
 
+static int ma_opt_metrics(struct ma_options *o, const char *v, const char **accepted)
+{
+	static const char *const names[] = { [MA_METRICS_AUTO] = "auto", [MA_METRICS_OFF] = "off",
+					     [MA_METRICS_HINTS] = "hints", [MA_METRICS_PERF] = "perf" };
+	*accepted = "auto (hardware counters while a strategy reads the load metrics, else the "
+		    "application's hints), off, hints or perf";
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(v, names[i])) {
+			o->metrics = (int)i;
+			return 0;
+		}
+	return -1;
+}
+
 static const struct {
 	const char *env;
 	const char *flag;
@@ -212,6 +227,7 @@ static const struct {
 	{ "MARCEL_DEBUG", "--marcel-debug", ma_opt_debug },
 	{ "MARCEL_HWPRIO", "--marcel-hwprio", ma_opt_hwprio },
 	{ "MARCEL_HWPRIO_POLICY", "--marcel-hwprio-policy", ma_opt_hwprio_policy },
+	{ "MARCEL_METRICS", "--marcel-metrics", ma_opt_metrics },
 };
 #define MA_NB_OPTS (sizeof(ma_opts) / sizeof(ma_opts[0]))
 

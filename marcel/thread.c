@@ -134,6 +134,10 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	atomic_init(&t->e.load_hint, -1);
 	atomic_init(&t->master, 0);
 	atomic_init(&t->spinning, 0);
+	/* No hint, and the counters' measure of a descriptor's former thread is not its. */
+	for (unsigned m = 0; m < sizeof(t->metric_hint) / sizeof(t->metric_hint[0]); m++)
+		atomic_init(&t->metric_hint[m], 0);
+	atomic_store_explicit(&t->metric_of, 0, memory_order_relaxed);
 	ma_write_once(&t->e.last_level, -1);
 	atomic_store_explicit(&t->e.cpu_ns, 0, memory_order_relaxed);
 	t->pinned = attr && attr->has_vpset;

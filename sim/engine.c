@@ -219,6 +219,7 @@ static void sim_start_run(struct sim *s, struct sim_ent *t, unsigned v)
 	p->idle_since = -1;
 	s->nb_free -= !p->wake_pending;
 	p->cur = t;
+	t->move_req = 0;
 	t->wait += s->now - t->ready_at;
 	t->ready_at = s->now;
 	t->state = SIM_T_RUNNING;
@@ -355,7 +356,9 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 				continue;
 			if (t->home_node < 0)
 				t->home_node = s->vp[t->vp].node;
-			sim_reschedule(s, t);
+			/* Its siblings' speeds may depend on what it computes now (a resource
+			 * profile, the memory part under POWER5): the whole core again. */
+			sim_core_rates(s, s->vp[t->vp].core);
 			return;
 		case SIM_BARRIER: {
 			if (t->phase.id < 0 || (unsigned)t->phase.id >= s->w->nb_barriers) {
@@ -437,7 +440,9 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			for (struct sim_ent *b = t->parent; b; b = b->parent)
 				b->alive--;
 			if (t->joiner) {
+				s->choosing_vp = (int)v; /* as in sim_slice */
 				sim_thread_ready(s, t->joiner);
+				s->choosing_vp = -1;
 				t->joiner = NULL;
 			}
 			sim_vp_schedule(s, v);
@@ -476,11 +481,15 @@ static void sim_slice(struct sim *s, unsigned v, unsigned long version)
 	if (p->slice_version != version || !p->cur)
 		return;
 	p->slice_armed = 0;
-	if (!sim_path_waiting(s, v))
-		return;
 	struct sim_ent *t = p->cur;
+	if (!sim_path_waiting(s, v) && !t->move_req)
+		return;
 	sim_stop_run(s, t);
+	/* v chooses next, among t and the rest: the wake-up t's queue gets is for another
+	 * VP, or it would be spent on v, which may take something else. */
+	s->choosing_vp = (int)v;
 	sim_thread_ready(s, t);
+	s->choosing_vp = -1;
 	sim_vp_schedule(s, v);
 }
 
@@ -512,6 +521,7 @@ static int sim_setup(struct sim *s)
 	for (unsigned v = 0; v < s->nv; v++)
 		s->qparent[s->nl + v] = (int)s->topo.vps[v].leaf->id;
 	s->nb_free = s->nv;
+	s->choosing_vp = -1;
 	for (unsigned v = 0; v < s->nv; v++) {
 		const struct ma_level *leaf = s->topo.vps[v].leaf;
 		s->vp[v] = (struct sim_vp){ .queue = (int)(s->nl + v),

@@ -50,8 +50,8 @@ struct sim_machine {
 };
 
 void sim_machine_defaults(struct sim_machine *m);
-/* Sets m up as a preset: power5 (seed 002's machine), itanium16 (seed 003's), x86smt.
- * 0, or EINVAL for another name. */
+/* Sets m up as a preset: power5 (seed 002's machine), itanium16 (seed 003's), x86smt,
+ * xeon-ht (seed 001's). 0, or EINVAL for another name. */
 int sim_machine_preset(struct sim_machine *m, const char *name);
 
 /* ---- the workload ---- */
@@ -67,11 +67,27 @@ enum sim_phase_kind {
 	SIM_END,
 };
 
+/* What a computation leans on among the resources SMT siblings share, after the 001
+ * seed's three programs: the model's speed of two such siblings (model.c) and the load
+ * metrics a thread shows the strategies (sim_profile_metric). */
+enum sim_profile {
+	SIM_PROF_NONE,   /* none said: siblings share as smt_pair has it */
+	SIM_PROF_INT,    /* integer-bound (the seed's 164.gzip) */
+	SIM_PROF_FP,     /* floating-point-bound (177.mesa) */
+	SIM_PROF_L2C,    /* cache-miss-bound (197.parser) */
+	SIM_PROF_NB
+};
+
 struct sim_phase {
 	enum sim_phase_kind kind;
 	double work, mem;
 	int id;
+	enum sim_profile profile;   /* SIM_COMPUTE: its resource profile */
 };
+
+/* The load metrics (enum ma_vmetric, events per 1000 instructions) a thread computing with
+ * profile p shows: a bit per metric known, values into out[]. workload-contend.c. */
+unsigned sim_profile_metric(enum sim_profile p, float out[MA_VM_NB]);
 
 struct sim_workload;
 /* The next phase of thread t at its step n (n counts from 0). */
@@ -94,6 +110,11 @@ struct sim_workload {
 	unsigned char *dormant;     /* per thread, 1: it starts when another spawns it; NULL: none */
 	unsigned char *master;      /* per thread, 1: a master thread (marcel_task_setmaster:
 				       an application's main thread); NULL: none */
+	/* Per thread, the profile whose load metrics it shows the strategies (views with
+	 * MA_VIEW_METRICS), as an application's hint or the counters would, SIM_PROF_NONE:
+	 * none; NULL: no thread shows any. While it computes a phase with a profile, that
+	 * phase's metrics are shown instead (programs that change, as the seed's shells). */
+	enum sim_profile *metric;
 	/* Thread t's neighbours for SIM_EXCHANGE, at most max of them in out: their number.
 	 * NULL if the workload exchanges nothing. The relation must be symmetric. */
 	unsigned (*neighbours)(const struct sim_workload *w, unsigned t, unsigned *out, unsigned max);
@@ -111,6 +132,9 @@ void sim_workload_free(struct sim_workload *w);
  * computation times `scale`, `mem` of it memory. 0, or an errno with a line in err. */
 int sim_replay_make(struct sim_workload *w, const char *path, double scale, double mem, char *err, size_t errlen);
 void sim_replay_free(struct sim_workload *w);
+/* The 001 seed's workloads (workload-contend.c), from the keys after "contend:" (args,
+ * changed in place): 0, or an errno with a line in err. */
+int sim_contend(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen);
 /* "name: description" of each workload, one per line. */
 void sim_workload_list(FILE *out);
 
@@ -155,6 +179,10 @@ struct sim_result {
 /* Runs workload w on configuration c: 0, or an errno with a line in err. */
 int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim_result *r, char *err, size_t errlen);
 void sim_result_free(struct sim_result *r);
+/* The geometric mean of the applications' completion times (an application: a bubble of
+ * the root with its subtree, or a thread outside every bubble), the 004 seed's measure;
+ * their number in *nb_apps. */
+double sim_apps_gmean(const struct sim_workload *w, const struct sim_result *r, unsigned *nb_apps);
 
 /* The strategy tables linked in (strategies/ma_strategy_list.h): NULL if none is named so. */
 const struct ma_strategy *sim_strategy_find(const char *name);

@@ -22,6 +22,7 @@ struct sim_ent {
 	unsigned char in_cache;     /* thread: ready inside its closed unit */
 	unsigned char stray;
 	unsigned char master;       /* thread: a master thread (the workload's hint) */
+	unsigned char move_req;     /* thread: moved while it ran, off its VP at its slice's end */
 	int index;                  /* thread or bubble index in the workload, -1: the root */
 	struct sim_ent *parent;     /* NULL: the root bubble (or the root itself) */
 	struct sim_ent **kids;      /* bubble: members, in member order */
@@ -124,6 +125,8 @@ struct sim {
 	int *qparent;               /* each queue's parent queue, -1: the machine's */
 	unsigned char *on_path;     /* scratch for view.c: the queues of one VP's path */
 	unsigned nb_free;           /* VPs idle with no wake-up on its way */
+	int choosing_vp;            /* a VP about to choose its next thread (not one to wake
+				       for what it is putting back), -1 */
 	struct ma_pick_kid *pick_kids;
 	struct ma_decision *idle_list; /* decide_vp_idle's list (SIM_LIST_MAX) */
 	/* hwprio */

@@ -14,7 +14,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: marcel-sim [options]\n"
-		"  --machine NAME|KEY=VALUE[,KEY=VALUE...]  a preset (power5, itanium16, x86smt) then\n"
+		"  --machine NAME|KEY=VALUE[,KEY=VALUE...]  a preset (power5, itanium16, x86smt, xeon-ht) then\n"
 		"                 parameters: topology=SPEC smt=0|1 numa_factor=X smt_pair=X\n"
 		"                 smt_model=share|power5 smt_up=X smt_down=X smt_idle=release|keep\n"
 		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X hw_lo=L hw_hi=L\n"
@@ -39,7 +39,7 @@ static int set_param(struct sim_machine *m, char *kv)
 	if (!val) {
 		if (!sim_machine_preset(m, kv))
 			return 0;
-		fprintf(stderr, "marcel-sim: --machine %s: not a preset (power5, itanium16, x86smt) nor KEY=VALUE\n", kv);
+		fprintf(stderr, "marcel-sim: --machine %s: not a preset (power5, itanium16, x86smt, xeon-ht) nor KEY=VALUE\n", kv);
 		return -1;
 	}
 	*val++ = 0;
@@ -276,8 +276,8 @@ int main(int argc, char **argv)
 			return 2;
 	}
 	printf("# %s on %s (%u VPs%s)\n", w.desc, m.topology, nb_vps, m.smt ? ", one per PU" : "");
-	printf("%-10s %-12s %12s %8s %10s %8s\n", "strategy", "hwprio", "makespan_s", "vs_first", "hw_changes",
-	       "events");
+	printf("%-10s %-12s %12s %8s %10s %8s %12s\n", "strategy", "hwprio", "makespan_s", "vs_first", "hw_changes",
+	       "events", "apps_gmean_s");
 	double first = 0;
 	int status = 0;
 	for (unsigned i = 0; i < ns; i++)
@@ -317,8 +317,15 @@ int main(int argc, char **argv)
 			}
 			if (!first)
 				first = r.makespan;
-			printf("%-10s %-12s %12.4f %8.4f %10u %8lu\n", r.strategy, hws[j].name, r.makespan,
+			unsigned apps;
+			double gm = sim_apps_gmean(&w, &r, &apps);
+			printf("%-10s %-12s %12.4f %8.4f %10u %8lu", r.strategy, hws[j].name, r.makespan,
 			       first > 0 ? r.makespan / first : 1.0, r.hw_changes, r.events);
+			/* The 004 seed's measure, where there are applications side by side. */
+			if (apps > 1)
+				printf(" %12.4f\n", gm);
+			else
+				printf(" %12s\n", "-");
 			if (per_thread)
 				for (unsigned t = 0; t < r.nb_threads; t++) {
 					double tot = r.thread[t].run + r.thread[t].wait;

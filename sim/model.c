@@ -3,7 +3,8 @@
  * (doc/simulator.md gives each parameter and where its value comes from):
  *  - the core kind's speed;
  *  - the SMT siblings: alone on its core a thread runs at 1; with busy siblings it gets a
- *    share of the core. POWER5 splits decode slots by priority (seed 002: of every
+ *    share of the core (two x86 siblings computing with resource profiles: the 001 seed's
+ *    measured speed of that pair). POWER5 splits decode slots by priority (seed 002: of every
  *    R = 2^(|dP|+1) cycles the higher context gets R-1), and a context's speed follows
  *    its share as smt_pair * (2 share)^e, e = smt_up above an even share and smt_down
  *    below: two parameters fitted on the seeds' static MetBench runs instead of a curve
@@ -44,6 +45,40 @@ static double sim_quiet(const struct sim *s, unsigned u)
 	return q > 1 ? 1 : q;
 }
 
+/*
+ * The speed of a thread computing with profile r beside one computing with c on the
+ * other context of its core, relative to alone: the 001 seed's Table 1 and 2 (the second
+ * of the two figures each cell holds, as the totals and the text have them), over the
+ * times alone its HT-off rows give (two programs in turns on one processor take twice as
+ * long: INT 171.4 s, FP 134.25 s, INT 172.5 s and L2C 246.15 s). INT beside INT is the mean
+ * of the two tables' (0.541, 0.543). The seed ran no FP beside L2C: 0, the machine's
+ * smt_pair.
+ */
+static const double sim_pair_speed[SIM_PROF_NB][SIM_PROF_NB] = {
+	[SIM_PROF_INT] = { [SIM_PROF_INT] = 0.542, [SIM_PROF_FP] = 0.635, [SIM_PROF_L2C] = 0.593 },
+	[SIM_PROF_FP] = { [SIM_PROF_INT] = 0.573, [SIM_PROF_FP] = 0.524 },
+	[SIM_PROF_L2C] = { [SIM_PROF_INT] = 0.561, [SIM_PROF_L2C] = 0.535 },
+};
+
+/* The profile thread t computes with now (none between two phases: the engine sets the
+ * speeds of its whole core again when it takes the next). */
+static unsigned sim_profile_now(const struct sim_ent *t)
+{
+	return t->phase.kind == SIM_COMPUTE && t->remaining > 0 ? t->phase.profile : SIM_PROF_NONE;
+}
+
+/* The even pair's speed of VP v's thread beside VP u's: by their profiles where the seed
+ * measured that pair, else `even`. */
+static double sim_pair(const struct sim *s, unsigned v, unsigned u, double even)
+{
+	const struct sim_ent *a = s->vp[v].cur, *b = s->vp[u].cur;
+	if (!a || !b)
+		return even;
+	unsigned pa = sim_profile_now(a), pb = sim_profile_now(b);
+	double x = pa < SIM_PROF_NB && pb < SIM_PROF_NB ? sim_pair_speed[pa][pb] : 0;
+	return x > 0 ? x : even;
+}
+
 static double sim_smt_factor(const struct sim *s, unsigned v)
 {
 	const struct sim_machine *m = s->m;
@@ -71,7 +106,7 @@ static double sim_smt_factor(const struct sim *s, unsigned v)
 		/* smt-quiet: while the sibling is quiet this one runs alone; while this one is
 		 * quiet it does nothing. */
 		double qs = sim_quiet(s, sib), qv = sim_quiet(s, v);
-		return (1 - qv) * ((1 - qs) * even + qs * 1.0);
+		return (1 - qv) * ((1 - qs) * sim_pair(s, v, sib, even) + qs * 1.0);
 	}
 	return even;
 }
@@ -160,6 +195,18 @@ int sim_machine_preset(struct sim_machine *m, const char *name)
 		m->topology = "numa:4 core:4";
 		m->smt = 0;
 		m->numa_factor = 3;
+		return 0;
+	}
+	if (!strcmp(name, "xeon-ht")) {
+		/* The 001 seed's dual Xeon: 2 packages of one core with Hyper-Threading. Pairs
+		 * of programs with profiles run at the seed's measured speeds (sim_pair_speed);
+		 * other pairs at INT beside INT's. */
+		m->topology = "pack:2 core:1 pu:2";
+		m->smt = 1;
+		m->smt_model = SIM_SMT_SHARE;
+		m->smt_pair = 0.542;
+		m->hw_lo = -2;
+		m->hw_hi = 0;
 		return 0;
 	}
 	if (!strcmp(name, "x86smt")) {

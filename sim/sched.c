@@ -178,7 +178,8 @@ static int sim_outward(const struct sim *s, int q, unsigned first, unsigned n, i
 			if (v < (int)first || v >= (int)(first + n))
 				continue;
 			const struct sim_vp *p = &s->vp[v];
-			int ok = what == SIM_BUSY_SEEING ? p->cur && !p->slice_armed : !p->cur && !p->wake_pending;
+			int ok = what == SIM_BUSY_SEEING ? p->cur && !p->slice_armed
+							 : !p->cur && !p->wake_pending && v != s->choosing_vp;
 			if (ok && (what == SIM_IDLE_ANY || sim_queue_sees(s, q, (unsigned)v)))
 				return v;
 		}
@@ -350,6 +351,11 @@ static int sim_move(struct sim *s, struct sim_ent *e, int q, int from, unsigned 
 		sim_enqueue(s, e, q);
 		if (!e->is_bubble || e->ready)
 			sim_notify(s, q, -1);
+	} else if (!e->is_bubble && e->state == SIM_T_RUNNING && !sim_queue_sees(s, q, (unsigned)e->vp)) {
+		/* As the library's move_req: it leaves its VP at the end of its time slice, even
+		 * if nothing else waits there, so that the move takes effect. */
+		e->move_req = 1;
+		sim_arm_slice(s, (unsigned)e->vp);
 	}
 	return 1;
 }

@@ -154,6 +154,26 @@ static struct ma_vnode *sim_tree(struct ma_view_rt *rt, const struct sim_ent *e,
 	return n;
 }
 
+/* MA_VIEW_METRICS: the metrics each thread of n's subtree shows, as the library's views
+ * have a thread's measure or hint (bubbles/view.c): a thread that shows any (the
+ * workload's profile for it) shows its current phase's while it computes one with a
+ * profile. */
+static void sim_metrics(struct sim *s, struct ma_vnode *n)
+{
+	if (n->is_bubble) {
+		for (unsigned i = 0; i < n->nb_children; i++)
+			sim_metrics(s, (struct ma_vnode *)(uintptr_t)n->children[i]);
+		return;
+	}
+	const struct sim_ent *e = sim_entity(s, n->id);
+	if (!e || e->index < 0)
+		return;
+	enum sim_profile p = s->w->metric[e->index];
+	if (p != SIM_PROF_NONE && e->phase.kind == SIM_COMPUTE && e->phase.profile != SIM_PROF_NONE)
+		p = e->phase.profile;
+	n->metrics = (unsigned char)sim_profile_metric(p, n->metric);
+}
+
 /* Marks the outer bubbles (the root's members) and lists them. */
 static int sim_outer(struct sim *s, struct ma_view *v, struct ma_view_rt *rt)
 {
@@ -283,6 +303,8 @@ int sim_view_build(struct sim *s, struct ma_view *v, struct sim_ent *root, int s
 	v->now_ns = (uint64_t)(s->now * 1e9);
 	v->begun = 1;
 	v->flags = flags & (MA_VIEW_READY | MA_VIEW_SHAPE);
+	if (!root && (flags & MA_VIEW_TREE))
+		root = &s->root;
 	if (root) {
 		struct ma_vnode *r = sim_tree(rt, root, NULL);
 		if (!r) {
@@ -293,6 +315,11 @@ int sim_view_build(struct sim *s, struct ma_view *v, struct sim_ent *root, int s
 		if (root->parent && root->parent->opened)
 			r->home = root->parent->item;
 		v->root = r;
+	}
+	if ((flags & MA_VIEW_METRICS) && s->w->metric) {
+		if (v->root)
+			sim_metrics(s, (struct ma_vnode *)(uintptr_t)v->root);
+		v->flags |= MA_VIEW_HAS_METRICS;
 	}
 	if ((flags & MA_VIEW_OUTER) && sim_outer(s, v, rt)) {
 		sim_view_free(v);

@@ -4,6 +4,7 @@
  * `NAME[:KEY=VALUE]...`; sim_workload_list prints each with its keys.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,8 @@ static const struct {
 	{ "mix", "apps=N/S/P/K,... mem=M: applications in bubbles, each K iterations of a serial phase S and a parallel "
 		 "one P" },
 	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
+	{ "contend", "progs=INT|FP|L2C[*K],... reps=R | shells=1|2, unit=S nohints pin=VP,..: the 001 seed's SPEC programs "
+		     "on SMT siblings, with their load metrics" },
 };
 
 void sim_workload_list(FILE *out)
@@ -347,7 +350,7 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 		which++;
 	if (which == nb)
 		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil, btmz, sumtime, "
-			     "mix, replay", copy);
+			     "mix, replay, contend", copy);
 	else if (!strcmp(copy, "metbench") || !strcmp(copy, "metbenchvar"))
 		e = sim_metbench(w, args, nb_vps, err, errlen, !strcmp(copy, "metbenchvar"));
 	else if (!strcmp(copy, "stencil"))
@@ -358,6 +361,8 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 		e = sim_sumtime(w, args, err, errlen);
 	else if (!strcmp(copy, "mix"))
 		e = sim_mix(w, args, err, errlen);
+	else if (!strcmp(copy, "contend"))
+		e = sim_contend(w, args, nb_vps, err, errlen);
 	else
 		e = sim_replay(w, args, err, errlen);
 	if (!e && which < nb && !w->name)
@@ -384,5 +389,33 @@ void sim_workload_free(struct sim_workload *w)
 	free(w->barrier_count);
 	free(w->dormant);
 	free(w->master);
+	free(w->metric);
 	memset(w, 0, sizeof(*w));
+}
+
+double sim_apps_gmean(const struct sim_workload *w, const struct sim_result *r, unsigned *nb_apps)
+{
+	/* Per top bubble, its last thread's end; a thread outside every bubble alone. */
+	double *end = calloc(w->nb_bubbles ? w->nb_bubbles : 1, sizeof(double)), logs = 0;
+	unsigned n = 0;
+	for (unsigned t = 0; end && t < w->nb_threads && t < r->nb_threads; t++) {
+		int b = w->thread_bubble[t];
+		if (b < 0) {
+			logs += log(r->thread[t].end > 0 ? r->thread[t].end : 1e-12);
+			n++;
+			continue;
+		}
+		while (w->bubbles[b].parent >= 0)
+			b = w->bubbles[b].parent;
+		if (r->thread[t].end > end[b])
+			end[b] = r->thread[t].end;
+	}
+	for (unsigned b = 0; end && b < w->nb_bubbles; b++)
+		if (w->bubbles[b].parent < 0 && end[b] > 0) {
+			logs += log(end[b]);
+			n++;
+		}
+	free(end);
+	*nb_apps = n;
+	return n ? exp(logs / n) : 0;
 }

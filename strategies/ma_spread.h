@@ -23,6 +23,13 @@ struct ma_spread_priv {
 };
 
 void ma_spread_priv_exit(void *priv) MA_HIDDEN;
+/* decide_start's first round (v->round 0): the root's opened members (implicit children
+ * bubbles, bubbles burst by a previous strategy) gathered, so that they can be placed
+ * with the rest; those that close at once come back through submit while the GATHERs
+ * are carried out and wait on the machine's queue (p->starting). Returns 1 if it asked
+ * for a new view (out->again): the hook then returns, and distributes everything on
+ * that view. v->root must be set. */
+int ma_spread_gather_round(const struct ma_view *v, struct ma_spread_priv *p, struct ma_dlist *out);
 void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory) MA_HIDDEN;
 void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory) MA_HIDDEN;
 

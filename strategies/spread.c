@@ -320,17 +320,9 @@ void ma_spread_decide_submit(const struct ma_view *v, void *priv, struct ma_dlis
 	free(own);
 }
 
-void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory)
+int ma_spread_gather_round(const struct ma_view *v, struct ma_spread_priv *p, struct ma_dlist *out)
 {
-	struct ma_spread_priv *p = priv;
 	const struct ma_vnode *r = v->root;
-	if (!r)
-		return;
-	/* First the root's opened members (implicit children bubbles, bubbles burst by a
-	 * previous strategy) are gathered, so that they can be placed with the rest; those
-	 * that close at once come back through submit while the GATHERs are carried out
-	 * and wait on the machine's queue (p->starting). Then, on a new view (asked for
-	 * again), everything is distributed. */
 	if (!v->round) {
 		unsigned gathered = 0;
 		for (unsigned k = 0; k < r->nb_children; k++) {
@@ -343,10 +335,21 @@ void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist
 		if (gathered) {
 			p->starting = 1;
 			out->again = MA_VIEW_AGAIN;
-			return;
+			return 1;
 		}
 	}
 	p->starting = 0;
+	return 0;
+}
+
+void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist *out, int memory)
+{
+	struct ma_spread_priv *p = priv;
+	const struct ma_vnode *r = v->root;
+	if (!r)
+		return;
+	if (ma_spread_gather_round(v, p, out))
+		return;
 	/* Bubbles still closing are submitted on their own once every thread is back. */
 	const struct ma_vnode **tops = malloc((r->nb_children ? r->nb_children : 1) * sizeof(*tops));
 	if (!tops)

@@ -49,7 +49,7 @@ START_TEST(master_hint)
 	ck_assert_int_eq(marcel_task_getmaster(t[0], NULL), EINVAL);
 	ck_assert_int_eq(marcel_task_getmaster(t[0], &m), 0);
 	ck_assert_int_eq(m, 1);
-	ck_assert_int_eq(marcel_task_stats_get(t[0], MARCEL_STATS_NB_SPINNING + 1, &v), EINVAL);
+	ck_assert_int_eq(marcel_task_stats_get(t[0], MARCEL_STATS_MEMOP_RATE + 1, &v), EINVAL);
 	ck_assert_int_eq(marcel_wake_up_bubble(&b), 0);
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(marcel_join(t[i], NULL), 0);

@@ -25,7 +25,8 @@
 #define SORT "nested-sort/nested-sort"
 #define SYNTH "MARCEL_TOPOLOGY='numa:2 core:4' MARCEL_NVP=8"
 
-static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory" };
+static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory",
+						   "contention", "pa", "mintlp" };
 static const char *const kinds[] = { "", "--no-seeds", "--no-bubbles", "--no-seeds --no-bubbles", "--two-bubbles",
 				      "--no-seeds --two-bubbles" };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))

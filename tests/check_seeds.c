@@ -332,7 +332,8 @@ static void check_sum(long n)
  * moved after its joiner destroyed it (ma_bubble_picked now holds a reference). */
 START_TEST(test_nested_sum)
 {
-	static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory" };
+	static const char *const strategies[] = { "null", "burst", "spread", "cache", "steal", "gang", "memory",
+						  "contention", "pa", "mintlp" };
 	const char *sched = strategies[_i];
 	ma_test_init_with(ma_test_topology, sched);
 	check_sum(20000 / ma_test_scale_div());
@@ -498,7 +499,7 @@ static void tc_ordinary(TCase *tc)
 {
 	tcase_add_test(tc, test_placed_not_inline);
 	tcase_add_test(tc, test_detached_and_started);
-	tcase_add_loop_test(tc, test_nested_sum, 0, 7);
+	tcase_add_loop_test(tc, test_nested_sum, 0, 10);
 }
 
 int main(void)

@@ -736,8 +736,33 @@ START_TEST(test_cpukinds_spec)
 }
 END_TEST
 
+/* The 004 seed's 1FC-12SC: the fast core alone on its chip (restrict= removes the other
+ * three), numbered as in the description. */
+START_TEST(test_restrict_spec)
+{
+	load("pack:4 core:4; restrict=0,4-15; cpukinds=4-15@1150/0@2300", 8, 0, 0);
+	check_invariants(8);
+	ck_assert_uint_eq(topo.nb_pus, 13);
+	ck_assert_uint_eq(topo.nb_cores, 13);
+	ck_assert_uint_eq(topo.nb_vps, 13);
+	ck_assert_uint_eq(topo.nb_cpukinds, 2);
+	ck_assert_int_eq(find("Package0")->cpukind, 1);
+	ck_assert_uint_eq(find("Package0")->nb_pus, 1);
+	ck_assert_int_eq(find("Package1")->cpukind, 0);
+	ck_assert_uint_eq(find("Package1")->nb_pus, 4);
+	ck_assert_int_eq(topo.vps[0].leaf->cpukind, 1);
+	ck_assert_int_eq(topo.vps[1].leaf->cpukind, 0);
+}
+END_TEST
+
 START_TEST(test_cpukinds_spec_errors)
 {
+	load_fails("pack:4 core:4; restrict=0,4-15; cpukinds=1-15/0", 8, 0, EINVAL, "PU 1 is not kept by restrict=");
+	load_fails("pack:4 core:4; restrict=0,4-15; cpukinds=4-14/0", 8, 0, EINVAL, "PU 15 is in no kind");
+	load_fails("core:4; restrict=", 8, 0, EINVAL, "restrict: no PU");
+	load_fails("core:4; restrict=1,1", 8, 0, EINVAL, "PU 1 is listed twice");
+	load_fails("core:4; restrict=7", 8, 0, EINVAL, "PUs 0 to 3");
+	load_fails("core:4; cpukinds=0/1-3; cpukinds=0-3", 8, 0, EINVAL, "each once");
 	load_fails("core:4; cpukinds=0-2", 8, 0, EINVAL, "PU 3 is in no kind");
 	load_fails("core:4; cpukinds=0-3/3", 8, 0, EINVAL, "PU 3 is in two kinds");
 	load_fails("core:4; cpukinds=0-9", 8, 0, EINVAL, "PUs 0 to 3");
@@ -746,6 +771,7 @@ START_TEST(test_cpukinds_spec_errors)
 	load_fails("core:4; cpukinds=3-1", 8, 0, EINVAL, "LOW-HIGH");
 	load_fails("core:4; cpukinds=0-3@fast", 8, 0, EINVAL, "frequency in MHz");
 	load_fails("core:4; speed=2", 8, 0, EINVAL, "only \"cpukinds=");
+	load_fails("core:4;", 8, 0, EINVAL, "only \"cpukinds=");
 	load_fails("bogus:3; cpukinds=0", 8, 0, EINVAL, "not a valid hwloc synthetic description");
 }
 END_TEST
@@ -792,6 +818,7 @@ static Suite *topology_suite(void)
 	tcase_add_test(tc, test_fake_never_binds);
 	tcase_add_test(tc, test_cpukinds_xml);
 	tcase_add_test(tc, test_cpukinds_spec);
+	tcase_add_test(tc, test_restrict_spec);
 	tcase_add_test(tc, test_cpukinds_spec_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,9 +11,9 @@ const char *ma_topo_kind_name(enum ma_level_kind kind);
 
 /* kinds.c: the part of spec after ';' (NULL: none), the length before it in *base_len. */
 const char *ma_topo_kinds_part(const char *spec, size_t *base_len);
-/* Registers the kinds of a "cpukinds=..." part with hwloc (t->hw loaded, t->nb_pus
- * counted): 0, or EINVAL/ENOMEM with a line in err. */
-int ma_topo_register_kinds(struct ma_topo *t, const char *part, char *err, size_t errlen);
+/* Applies the clauses after ';' (cpukinds=, restrict=) to t->hw, loaded and counted:
+ * 0, or EINVAL/ENOMEM with a line in err. *restricted: PUs were removed (count again). */
+int ma_topo_apply_clauses(struct ma_topo *t, const char *part, int *restricted, char *err, size_t errlen);
 /* vpmap.c: fills t->vps and each level's first_vp/nb_vps. */
 int ma_topo_map_vps(struct ma_topo *t, unsigned nvp, int smt);
 /* topology.c: "this machine", "synthetic \"...\"" or "xml path", for the summary line. */

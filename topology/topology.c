@@ -260,8 +260,8 @@ int ma_topo_load(struct ma_topo *t, const struct ma_topo_options *opt, char *err
 		return EINVAL;
 	}
 
-	/* "DESCRIPTION; cpukinds=...": kinds given by hand (kinds.c); an empty description
-	 * before the ';' is this machine. */
+	/* "DESCRIPTION; cpukinds=...; restrict=...": kinds and a subset of PUs given by hand
+	 * (kinds.c); an empty description before the ';' is this machine. */
 	size_t base_len;
 	const char *kinds = ma_topo_kinds_part(opt->spec, &base_len);
 	char *base = opt->spec && base_len ? strndup(opt->spec, base_len) : NULL;
@@ -278,8 +278,12 @@ int ma_topo_load(struct ma_topo *t, const struct ma_topo_options *opt, char *err
 		if (ret)
 			seterr(err, errlen, "the topology has no PU");
 	}
-	if (!ret && kinds)
-		ret = ma_topo_register_kinds(t, kinds, err, errlen);
+	if (!ret && kinds) {
+		int restricted;
+		ret = ma_topo_apply_clauses(t, kinds, &restricted, err, errlen);
+		if (!ret && restricted)
+			ret = count_objects(t);
+	}
 	if (!ret) {
 		ret = load_cpukinds(t);
 		if (ret)

@@ -262,7 +262,12 @@ int marcel_attr_getinheritholder(const marcel_attr_t *attr, int *yes);
  * asked (a walk of its subtree). Strategies and hwprio read these and nothing else.
  * @{ */
 
-/** Statistics that can be read (and, for ::MARCEL_STATS_LOAD, written). */
+/** Statistics that can be read (and, for ::MARCEL_STATS_LOAD and the load metrics,
+ * written). The load metrics (::MARCEL_STATS_FP_RATE, ::MARCEL_STATS_MISS_RATE,
+ * ::MARCEL_STATS_MEMOP_RATE) say how much a thread uses the resources SMT siblings share,
+ * in events per 1000 instructions retired; the `contention` strategy pairs threads by
+ * them. A thread's value is the hardware counters' measure where they are in use
+ * (`MARCEL_METRICS`), else the application's hint, else -1. */
 enum marcel_stats {
 	MARCEL_STATS_LOAD,        /**< Load hint set by the application (a thread's default is
 				       1, a bubble's the sum of its contents' unless set). */
@@ -280,6 +285,13 @@ enum marcel_stats {
 	MARCEL_STATS_NB_SPINNING, /**< Threads polling a busy primitive now, before they block
 				       (counted in ::MARCEL_STATS_NB_RUNNING too): runnable to
 				       the machine, waiting to the program. */
+	MARCEL_STATS_FP_RATE,     /**< Floating-point operations per 1000 instructions; a
+				       bubble: the sum over its threads that have one, -1 if
+				       none has. */
+	MARCEL_STATS_MISS_RATE,   /**< Cache misses per 1000 instructions; a bubble: as
+				       ::MARCEL_STATS_FP_RATE. */
+	MARCEL_STATS_MEMOP_RATE,  /**< Memory operations (level-1 data reads) per 1000
+				       instructions; a bubble: as ::MARCEL_STATS_FP_RATE. */
 };
 
 /** Marks @p t as a master thread (@p master 1) or not (0): the thread whose progress the
@@ -293,19 +305,27 @@ int marcel_task_setmaster(marcel_t t, int master);
  * @return 0; EINVAL for a NULL @p master; ESRCH if @p t ended. */
 int marcel_task_getmaster(marcel_t t, int *master);
 
-/** Reads statistic @p which of thread @p t into @p value.
+/** Reads statistic @p which of thread @p t into @p value. A load metric is the counters'
+ * measure if they measured @p t, else the hint set with marcel_task_stats_set(), else -1;
+ * under `MARCEL_METRICS=perf` the read samples the counters first (at most every 10 ms).
  * @return 0; EINVAL for NULL arguments, an unknown statistic; ESRCH if @p t ended. */
 int marcel_task_stats_get(marcel_t t, int which, long long *value);
 
-/** Sets @p t's load hint (only ::MARCEL_STATS_LOAD is writable; negative means unset).
- * @return 0; EINVAL for another statistic; ESRCH if @p t ended. */
+/** Sets @p t's load hint (::MARCEL_STATS_LOAD) or its hint for a load metric
+ * (::MARCEL_STATS_FP_RATE, ::MARCEL_STATS_MISS_RATE, ::MARCEL_STATS_MEMOP_RATE: events per
+ * 1000 instructions, from 0 to 1000000; a measure of the counters, when there is one,
+ * comes first). A negative @p value unsets it. Thread-safe; a strategy sees the new value
+ * at its next decision.
+ * @return 0; EINVAL for another statistic or a metric above 1000000 (nothing changed);
+ * ESRCH if @p t ended. */
 int marcel_task_stats_set(marcel_t t, int which, long long value);
 
 /** Reads statistic @p which of bubble @p b (synthesized over its subtree).
  * @return 0; EINVAL for NULL/uninitialised arguments or an unknown statistic. */
 int marcel_bubble_stats_get(marcel_bubble_t *b, int which, long long *value);
 
-/** Sets @p b's load hint, overriding the sum of its contents (negative: unset again).
+/** Sets @p b's load hint, overriding the sum of its contents (negative: unset again). The
+ * load metrics are its threads' own, not a bubble's.
  * @return 0; EINVAL for another statistic or an uninitialised bubble. */
 int marcel_bubble_stats_set(marcel_bubble_t *b, int which, long long value);
 

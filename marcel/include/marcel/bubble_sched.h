@@ -16,6 +16,9 @@
  * | `steal` | bubbles start closed where they are woken; idle VPs steal whole bubbles from the nearest loaded subtree first |
  * | `gang` | the bubbles of the root run one at a time (gangs), each for a time slice (its own, 10 ms by default) |
  * | `memory` | a bubble goes to the NUMA node holding most of its attached memory; the rest is balanced by load |
+ * | `contention` | SMT siblings: threads that use the same resource (FP, cache misses, memory operations: MARCEL_STATS_FP_RATE...) kept off the same core; spread without metrics |
+ * | `pa` | asymmetric cores: the fast ones to serial phases, master threads (marcel_task_setmaster()), then applications of low parallelism in turns |
+ * | `mintlp` | asymmetric cores: the fast ones to the applications with the fewest runnable threads |
  *
  * The default is `burst`.
  */
@@ -145,6 +148,12 @@ extern const marcel_bubble_sched_class_t marcel_bubble_steal_sched_class;
 extern const marcel_bubble_sched_class_t marcel_bubble_gang_sched_class;
 /** Class of the `memory` strategy. */
 extern const marcel_bubble_sched_class_t marcel_bubble_memory_sched_class;
+/** Class of the `contention` strategy (SMT siblings paired by their load metrics). */
+extern const marcel_bubble_sched_class_t marcel_bubble_contention_sched_class;
+/** Class of the `pa` strategy (parallelism-aware, for asymmetric cores). */
+extern const marcel_bubble_sched_class_t marcel_bubble_pa_sched_class;
+/** Class of the `mintlp` strategy (fast cores to the least parallel applications). */
+extern const marcel_bubble_sched_class_t marcel_bubble_mintlp_sched_class;
 /** Marcel's name of ::marcel_bubble_burst_sched_class. */
 #define marcel_bubble_explode_sched_class marcel_bubble_burst_sched_class
 /** Marcel's older name of ::marcel_bubble_cache_sched_class. */
