@@ -1,0 +1,68 @@
+/*
+ * libmarcel-dlrb: what one rank knows of itself (state.c), fed by the PMPI wrappers
+ * (pmpi.c) and reported at MPI_Finalize (report.c). The library is a plain MPI client: no
+ * marcel runtime in it; hwprio's policy and backends come with the balancing.
+ */
+#ifndef MA_DLRB_H
+#define MA_DLRB_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include "ma_dlrb_period.h"
+
+/* The calls followed, as symbol kinds. Synchronising ones are where ranks meet. */
+enum ma_dlrb_call {
+	MA_DC_SEND = 1, MA_DC_RECV, MA_DC_ISEND, MA_DC_IRECV, MA_DC_SENDRECV, MA_DC_PROBE,
+	MA_DC_WAIT, MA_DC_WAITALL, MA_DC_WAITANY, MA_DC_WAITSOME,
+	MA_DC_BARRIER, MA_DC_BCAST, MA_DC_REDUCE, MA_DC_ALLREDUCE, MA_DC_GATHER, MA_DC_ALLGATHER,
+	MA_DC_SCATTER, MA_DC_ALLTOALL, MA_DC_ALLTOALLV, MA_DC_GATHERV, MA_DC_SCATTERV, MA_DC_ALLGATHERV,
+	MA_DC_NB,
+};
+
+#define MA_DLRB_KEEP 64 /* iterations whose figures are kept (the report's last ones) */
+
+enum ma_dlrb_mode { MA_DLRB_OFF, MA_DLRB_OBSERVE };
+
+struct ma_dlrb_rank {
+	double compute, mpi;         /* totals, seconds */
+	unsigned long calls;
+	unsigned long iterations;    /* found from the call stream */
+	unsigned long fallback;      /* ended by a collective on MPI_COMM_WORLD while no period was known */
+	unsigned long periods_found; /* 1 + phase changes */
+	unsigned period;             /* calls per iteration at the end, 0: none */
+	double util_first, util_last; /* mean utilisation of the first and the last iterations kept */
+	unsigned n_first, n_last;
+};
+
+struct ma_dlrb {
+	enum ma_dlrb_mode mode;
+	int rank, size;
+	int active;                  /* between MPI_Init and MPI_Finalize, mode not off */
+	double last_leave;           /* when the previous MPI call returned */
+	double it_compute, it_mpi;   /* since the last iteration's end */
+	struct ma_period period;
+	struct ma_dlrb_rank r;
+	double util[MA_DLRB_KEEP];   /* the last iterations' utilisations, a ring */
+	double util_head[MA_DLRB_KEEP]; /* the first ones */
+	unsigned long util_n;
+	char report[4096];           /* MARCEL_DLRB_REPORT: "" stderr, "off", or a path */
+};
+
+extern struct ma_dlrb ma_dlrb;
+
+double ma_dlrb_now(void);
+/* MPI_Init*: reads the environment; 0, or -1 after printing why (the program goes on
+ * without the balancer). */
+int ma_dlrb_start(void);
+/* A call began at t; it ended now (its kind, its peer in comm, whether it synchronises). */
+void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm);
+/* MPI_Finalize, before the real one: gathers and prints the report. */
+void ma_dlrb_finish(void);
+
+/* The time a call starts: the compute since the previous one is counted. */
+static inline double ma_dlrb_enter(void)
+{
+	return ma_dlrb.active ? ma_dlrb_now() : 0;
+}
+
+#endif

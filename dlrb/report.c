@@ -1,0 +1,95 @@
+/*
+ * The report at MPI_Finalize: each rank's figures gathered on rank 0 (by PMPI calls, not
+ * counted), one line per rank, then what the iterations were found from. It goes to
+ * standard error, to the file MARCEL_DLRB_REPORT names, or nowhere (MARCEL_DLRB_REPORT=off).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ma_dlrb.h"
+
+/* Mean of the n first (or last) utilisations kept. */
+static double ma_dlrb_mean(const double *u, unsigned n)
+{
+	double s = 0;
+	for (unsigned i = 0; i < n; i++)
+		s += u[i];
+	return n ? s / n : 0;
+}
+
+static void ma_dlrb_summarise(struct ma_dlrb *d)
+{
+	unsigned long n = d->util_n;
+	unsigned k = n < 10 ? (unsigned)n : 10;
+	d->r.n_first = d->r.n_last = k;
+	d->r.util_first = ma_dlrb_mean(d->util_head, k);
+	double last[10];
+	for (unsigned i = 0; i < k; i++)
+		last[i] = d->util[(n - 1 - i) % MA_DLRB_KEEP];
+	d->r.util_last = ma_dlrb_mean(last, k);
+	d->r.period = d->period.period;
+	d->r.periods_found = d->period.found;
+}
+
+static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size)
+{
+	unsigned long found = 0, fallback = 0, iterations = 0;
+	fprintf(out, "libmarcel-dlrb: %d ranks, observing (measures each rank's computation per iteration; "
+		     "does not balance yet)\n", size);
+	fprintf(out, "%4s %10s %10s %8s %7s %11s %11s %10s %10s\n", "rank", "calls", "iterations", "by_coll",
+		"period", "compute_s", "mpi_s", "util_first", "util_last");
+	for (int i = 0; i < size; i++) {
+		const struct ma_dlrb_rank *r = &all[i];
+		fprintf(out, "%4d %10lu %10lu %8lu %7u %11.4f %11.4f %9.1f%% %9.1f%%\n", i, r->calls, r->iterations,
+			r->fallback, r->period, r->compute, r->mpi, 100 * r->util_first, 100 * r->util_last);
+		found += r->periods_found;
+		fallback += r->fallback;
+		iterations += r->iterations;
+	}
+	if (iterations)
+		fprintf(out, "libmarcel-dlrb: iterations found from the stream of MPI calls (periods found: %lu over "
+			     "the ranks; more than one per rank means phase changes)\n", found);
+	else if (fallback)
+		fprintf(out, "libmarcel-dlrb: no repeating sequence of MPI calls; iterations are the collectives over "
+			     "MPI_COMM_WORLD\n");
+	else
+		fprintf(out, "libmarcel-dlrb: no iterations: the program's MPI calls repeat no sequence and it makes no "
+			     "collective over MPI_COMM_WORLD; nothing to balance\n");
+}
+
+void ma_dlrb_finish(void)
+{
+	struct ma_dlrb *d = &ma_dlrb;
+	if (!d->active)
+		return;
+	d->active = 0;
+	ma_dlrb_summarise(d);
+	struct ma_dlrb_rank *all = NULL;
+	if (d->rank == 0)
+		all = calloc((size_t)d->size, sizeof(*all));
+	/* Every rank takes part whether rank 0 could allocate or not: the gather needs all. */
+	PMPI_Gather(&d->r, (int)sizeof(d->r), MPI_BYTE, all, all ? (int)sizeof(d->r) : 0, MPI_BYTE, 0,
+		    MPI_COMM_WORLD);
+	if (d->rank != 0)
+		return;
+	if (!all) {
+		fprintf(stderr, "libmarcel-dlrb: out of memory for the report\n");
+		return;
+	}
+	if (strcmp(d->report, "off")) {
+		FILE *out = stderr;
+		if (d->report[0]) {
+			out = fopen(d->report, "w");
+			if (!out) {
+				fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_REPORT=%s: %s; the report goes to standard "
+						"error\n", d->report, strerror(errno));
+				out = stderr;
+			}
+		}
+		ma_dlrb_print(out, all, d->size);
+		if (out != stderr)
+			fclose(out);
+	}
+	free(all);
+}

@@ -1,0 +1,96 @@
+/*
+ * One rank's accounting (ma_dlrb.h): the time between MPI calls is computation, inside
+ * them MPI; the call stream goes to the period detector, and each iteration it finds
+ * (or, while it finds none, each collective over MPI_COMM_WORLD) closes a utilisation:
+ * computation over the iteration's time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ma_dlrb.h"
+
+struct ma_dlrb ma_dlrb;
+
+double ma_dlrb_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int ma_dlrb_start(void)
+{
+	struct ma_dlrb *d = &ma_dlrb;
+	memset(d, 0, sizeof(*d));
+	const char *mode = getenv("MARCEL_DLRB");
+	d->mode = MA_DLRB_OBSERVE;
+	if (mode && !strcmp(mode, "off"))
+		d->mode = MA_DLRB_OFF;
+	else if (mode && *mode && strcmp(mode, "observe")) {
+		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB=%s: expected off or observe; the program runs without "
+				"the balancer\n", mode);
+		d->mode = MA_DLRB_OFF;
+		return -1;
+	}
+	const char *rep = getenv("MARCEL_DLRB_REPORT");
+	snprintf(d->report, sizeof(d->report), "%s", rep ? rep : "");
+	if (d->mode == MA_DLRB_OFF)
+		return 0;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &d->size);
+	ma_period_init(&d->period);
+	d->active = 1;
+	d->last_leave = ma_dlrb_now();
+	return 0;
+}
+
+/* An iteration ended: its utilisation kept. */
+static void ma_dlrb_iteration(struct ma_dlrb *d)
+{
+	double total = d->it_compute + d->it_mpi;
+	double u = total > 0 ? d->it_compute / total : 0;
+	if (d->util_n < MA_DLRB_KEEP)
+		d->util_head[d->util_n] = u;
+	d->util[d->util_n % MA_DLRB_KEEP] = u;
+	d->util_n++;
+	d->it_compute = d->it_mpi = 0;
+}
+
+static int ma_dlrb_sync(enum ma_dlrb_call k)
+{
+	return k >= MA_DC_WAIT;
+}
+
+void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm)
+{
+	struct ma_dlrb *d = &ma_dlrb;
+	if (!d->active)
+		return;
+	double now = ma_dlrb_now();
+	double c = t - d->last_leave, m = now - t;
+	d->last_leave = now;
+	d->r.compute += c;
+	d->r.mpi += m;
+	d->it_compute += c;
+	d->it_mpi += m;
+	d->r.calls++;
+	/* The peer as an offset from the caller in comm: the same exchange in every
+	 * iteration gives the same symbol whatever the rank. */
+	unsigned off = 0xffffffu;
+	if (peer >= 0) {
+		int me = 0, n = 1;
+		PMPI_Comm_rank(comm, &me);
+		PMPI_Comm_size(comm, &n);
+		off = (unsigned)((peer - me + n) % n);
+	}
+	enum ma_period_event e = ma_period_push(&d->period, ma_period_symbol(kind, ma_dlrb_sync(kind), off));
+	if ((e == MA_PERIOD_ITERATION) || (e == MA_PERIOD_FOUND && d->period.pos == 0)) {
+		d->r.iterations++;
+		ma_dlrb_iteration(d);
+	} else if (e == MA_PERIOD_NONE && !d->period.period && kind >= MA_DC_BARRIER && comm == MPI_COMM_WORLD) {
+		/* No period known: a collective over every rank ends an iteration. */
+		d->r.fallback++;
+		ma_dlrb_iteration(d);
+	}
+}
