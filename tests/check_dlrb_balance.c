@@ -1,0 +1,190 @@
+/*
+ * libmarcel-dlrb's decisions (dlrb/balance.c) on synthetic machines: the thesis's two
+ * worked examples of the load balancer, few moves, the resource balancer's steps and
+ * bounds, and the controller's iterations (placement first, an iteration without levels,
+ * then levels; a phase change placed anew; nothing when balanced).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include "ma_check_run.h"
+#include "ma_dlrb_balance.h"
+
+static struct ma_topo topo;
+
+static void load(const char *spec)
+{
+	char err[256];
+	struct ma_topo_options opt = { .spec = spec, .maxarity = 8, .smt = 1 };
+	ck_assert_msg(ma_topo_load(&topo, &opt, err, sizeof(err)) == 0, "%s: %s", spec, err);
+}
+
+/* The core of VP v: VPs 2c and 2c+1 on "core:N pu:2". */
+static int core_of(int v)
+{
+	return v / 2;
+}
+
+/* Example 1 (thesis, chapter 5): utilisations 15, 23, 50, 99 on one chip of two cores of
+ * two threads: {99, 15} on one core, {50, 23} on the other. */
+START_TEST(thesis_example_one)
+{
+	load("core:2 pu:2");
+	const double u[4] = { 0.15, 0.23, 0.50, 0.99 };
+	int vp[4];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, 4, NULL, vp), 0);
+	ck_assert_int_eq(core_of(vp[3]), core_of(vp[0]));
+	ck_assert_int_eq(core_of(vp[2]), core_of(vp[1]));
+	ck_assert_int_ne(core_of(vp[3]), core_of(vp[2]));
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			ck_assert_int_ne(vp[i], vp[j]);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* Example 2 (MetBench): a master at 0 and workers 25, 99, 25, 99: {99 | 25, 0} and
+ * {99 | 25}: each core a heavy thread and a light one, the master with a light worker. */
+START_TEST(thesis_example_two)
+{
+	load("core:2 pu:2");
+	const double u[5] = { 0.0, 0.25, 0.99, 0.25, 0.99 };
+	int vp[5];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, 5, NULL, vp), 0);
+	ck_assert_int_ne(core_of(vp[2]), core_of(vp[4]));
+	ck_assert_int_ne(core_of(vp[1]), core_of(vp[3]));
+	ck_assert_int_eq(vp[0], core_of(vp[0]) == core_of(vp[1]) ? vp[1] : vp[3]);
+	ck_assert_int_ne(vp[0], vp[2]);
+	ck_assert_int_ne(vp[0], vp[4]);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* Few moves: a placement already balanced stays where it is, whichever core each pair
+ * was on; two packages split first by package. */
+START_TEST(few_moves)
+{
+	load("core:2 pu:2");
+	const double u[4] = { 0.99, 0.15, 0.50, 0.23 };
+	int now[4] = { 2, 3, 0, 1 }, vp[4];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, 4, now, vp), 0);
+	ck_assert_int_eq(core_of(vp[0]), core_of(now[0]));
+	ck_assert_int_eq(core_of(vp[2]), core_of(now[2]));
+	ma_topo_free(&topo);
+	load("pack:2 core:2 pu:2");
+	const double w[8] = { 0.9, 0.9, 0.9, 0.9, 0.1, 0.1, 0.1, 0.1 };
+	int v8[8];
+	ck_assert_int_eq(ma_dlrb_place(&topo, w, 8, NULL, v8), 0);
+	/* Each package gets two heavy and two light, each core one of each. */
+	for (int c = 0; c < 4; c++) {
+		int heavy = 0, light = 0;
+		for (int i = 0; i < 8; i++)
+			if (core_of(v8[i]) == c)
+				heavy += w[i] > 0.5, light += w[i] < 0.5;
+		ck_assert_msg(heavy == 1 && light == 1, "core %d: %d heavy, %d light", c, heavy, light);
+	}
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* The resource balancer: 25 against 99 (74 points: a double step) reaches the full width
+ * at once; 30 points, one step; 20 or less, nothing. At the top, the other is lowered;
+ * never beyond the range. */
+START_TEST(resource_steps)
+{
+	load("core:2 pu:2");
+	double vu[4] = { 0.25, 0.99, 0.60, 0.90 };
+	int lv[4] = { 0, 0, 0, 0 };
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 3);
+	ck_assert_int_eq(lv[1], 2);
+	ck_assert_int_eq(lv[0], 0);
+	ck_assert_int_eq(lv[3], 1);
+	ck_assert_int_eq(lv[2], 0);
+	/* Again: core 0 at the top already; core 1's gap still above 20 points. */
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 1);
+	ck_assert_int_eq(lv[3], 2);
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 0);
+	/* smt-quiet's range (-2..0): only lowering is possible. */
+	int q[4] = { 0, 0, 0, 0 };
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, q, -2, 0), 3);
+	ck_assert_int_eq(q[0], -2);
+	ck_assert_int_eq(q[1], 0);
+	ck_assert_int_eq(q[2], -1);
+	/* Balanced within 20 points: nothing. */
+	double even[4] = { 0.80, 0.95, 0.5, 0.5 };
+	int z[4] = { 0, 0, 0, 0 };
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, even, z, -2, 2), 0);
+	ma_topo_free(&topo);
+	/* No SMT: no pair, nothing. */
+	load("core:4");
+	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, z, -2, 2), 0);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* The controller on MetBench's figures: iteration 1 places, iteration 2 runs without
+ * levels, at its end the levels are set (the double step), then nothing changes while
+ * the figures stay. MetBenchVar's swap (a heavy task falls to 25%) is a phase change:
+ * placed anew, an iteration without levels, levels again. */
+START_TEST(controller)
+{
+	load("core:2 pu:2");
+	struct ma_dlrb_ctl c = { 0 };
+	double u[4] = { 0.25, 0.99, 0.25, 0.99 };
+	int vp[4] = { 0, 1, 2, 3 }, lv[4] = { 0, 0, 0, 0 };
+	struct ma_dlrb_decision d = ma_dlrb_step(&c, &topo, u, 4, vp, lv, 0, 2);
+	ck_assert(d.placed);
+	ck_assert(c.unprioritised);
+	ck_assert_int_ne(core_of(vp[1]), core_of(vp[3]));
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(lv[i], 0);
+	d = ma_dlrb_step(&c, &topo, u, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed && d.levels_changed);
+	ck_assert_int_eq(lv[1], 2);
+	ck_assert_int_eq(lv[3], 2);
+	ck_assert_int_eq(lv[0], 0);
+	/* Balanced by the levels: the light ones now above 95% is no phase change. */
+	double after[4] = { 0.97, 0.99, 0.96, 0.99 };
+	for (int k = 0; k < 5; k++) {
+		d = ma_dlrb_step(&c, &topo, after, 4, vp, lv, 0, 2);
+		ck_assert(!d.placed && !d.levels_changed);
+	}
+	/* The swap: tasks 1 and 3 light now, 0 and 2 heavy. */
+	double swapped[4] = { 0.99, 0.25, 0.99, 0.25 };
+	d = ma_dlrb_step(&c, &topo, swapped, 4, vp, lv, 0, 2);
+	ck_assert(d.placed && d.levels_changed);
+	ck_assert_uint_eq(c.phase_changes, 1);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(lv[i], 0);
+	d = ma_dlrb_step(&c, &topo, swapped, 4, vp, lv, 0, 2);
+	ck_assert_int_eq(lv[0], 2);
+	ck_assert_int_eq(lv[2], 2);
+	ck_assert_int_eq(lv[1] + lv[3], 0);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* More tasks than the limit: refused, nothing written. */
+START_TEST(too_many)
+{
+	load("core:2 pu:2");
+	static double u[MA_DLRB_MAX_TASKS + 1];
+	static int vp[MA_DLRB_MAX_TASKS + 1];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, MA_DLRB_MAX_TASKS + 1, NULL, vp), EINVAL);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dlrb_balance");
+	TCase *tc = tcase_create("balance");
+	tcase_add_test(tc, thesis_example_one);
+	tcase_add_test(tc, thesis_example_two);
+	tcase_add_test(tc, few_moves);
+	tcase_add_test(tc, resource_steps);
+	tcase_add_test(tc, controller);
+	tcase_add_test(tc, too_many);
+	suite_add_tcase(s, tc);
+	return ma_check_run(s);
+}
