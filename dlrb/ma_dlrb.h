@@ -20,6 +20,7 @@ enum ma_dlrb_call {
 };
 
 #define MA_DLRB_KEEP 64 /* iterations whose figures are kept (the report's last ones) */
+#define MA_DLRB_STABLE 3 /* iterations a rank must show for the program to count as iterative */
 
 enum ma_dlrb_mode { MA_DLRB_OFF, MA_DLRB_OBSERVE };
 
@@ -29,7 +30,7 @@ struct ma_dlrb_rank {
 	unsigned long iterations;    /* found from the call stream */
 	unsigned long fallback;      /* ended by a collective on MPI_COMM_WORLD while no period was known */
 	unsigned long periods_found; /* 1 + phase changes */
-	unsigned period;             /* calls per iteration at the end, 0: none */
+	unsigned period;             /* calls per iteration of the last period found, 0: none */
 	double util_first, util_last; /* mean utilisation of the first and the last iterations kept */
 	unsigned n_first, n_last;
 };

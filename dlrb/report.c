@@ -28,13 +28,13 @@ static void ma_dlrb_summarise(struct ma_dlrb *d)
 	for (unsigned i = 0; i < k; i++)
 		last[i] = d->util[(n - 1 - i) % MA_DLRB_KEEP];
 	d->r.util_last = ma_dlrb_mean(last, k);
-	d->r.period = d->period.period;
 	d->r.periods_found = d->period.found;
 }
 
 static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size)
 {
-	unsigned long found = 0, fallback = 0, iterations = 0;
+	unsigned long found = 0, fallback = 0;
+	int iterative = 0;
 	fprintf(out, "libmarcel-dlrb: %d ranks, observing (measures each rank's computation per iteration; "
 		     "does not balance yet)\n", size);
 	fprintf(out, "%4s %10s %10s %8s %7s %11s %11s %10s %10s\n", "rank", "calls", "iterations", "by_coll",
@@ -45,12 +45,14 @@ static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size)
 			r->fallback, r->period, r->compute, r->mpi, 100 * r->util_first, 100 * r->util_last);
 		found += r->periods_found;
 		fallback += r->fallback;
-		iterations += r->iterations;
+		/* A period held for MA_DLRB_STABLE iterations at least: one seen by chance in
+		 * calls without structure breaks at once. */
+		iterative |= r->iterations >= MA_DLRB_STABLE;
 	}
-	if (iterations)
+	if (iterative)
 		fprintf(out, "libmarcel-dlrb: iterations found from the stream of MPI calls (periods found: %lu over "
 			     "the ranks; more than one per rank means phase changes)\n", found);
-	else if (fallback)
+	else if (fallback >= MA_DLRB_STABLE)
 		fprintf(out, "libmarcel-dlrb: no repeating sequence of MPI calls; iterations are the collectives over "
 			     "MPI_COMM_WORLD\n");
 	else

@@ -85,6 +85,8 @@ void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm)
 		off = (unsigned)((peer - me + n) % n);
 	}
 	enum ma_period_event e = ma_period_push(&d->period, ma_period_symbol(kind, ma_dlrb_sync(kind), off));
+	if (e == MA_PERIOD_FOUND)
+		d->r.period = d->period.period;
 	if ((e == MA_PERIOD_ITERATION) || (e == MA_PERIOD_FOUND && d->period.pos == 0)) {
 		d->r.iterations++;
 		ma_dlrb_iteration(d);
