@@ -55,6 +55,10 @@ run() {
 	[ $st -ne 124 ] || bad "-np $np $*: no end within $limit s"
 }
 
+# The awk pattern of the report's rows: from its header line to its verdict line, rows of
+# 9 fields (a sanitizer's tables after the report are not rows).
+rows='/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next } /^libmarcel-dlrb:/ { on = 0 } on && NF == 9 && /^ +[0-9]+ /'
+
 checksum() {
 	printf '%s\n' "$1" | sed -n 's/^checksum //p'
 }
@@ -70,20 +74,18 @@ for np in 2 4; do
 		with=$(checksum "$out")
 		[ -n "$plain" ] && [ "$plain" = "$with" ] ||
 			bad "-np $np $args: checksum $with with the library, $plain without"
-		lines=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next } on && /^ +[0-9]+ / { n++ } END { print n + 0 }')
+		lines=$(printf '%s\n' "$out" | awk "$rows"' { n++ } END { print n + 0 }')
 		[ "$lines" -eq "$np" ] || bad "-np $np $args: $lines report lines for $np ranks"
 		# iterations + by_coll: 30, less the first periods of an exchange before it is
 		# confirmed (3 periods; nothing ends them, no collective).
-		low=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next }
-			on && /^ +[0-9]+ / { t = $3 + $4; if (min == "" || t < min) min = t } END { print min + 0 }')
+		low=$(printf '%s\n' "$out" | awk "$rows"' { t = $3 + $4; if (min == "" || t < min) min = t } END { print min + 0 }')
 		[ "$low" -ge 26 ] && [ "$low" -le 31 ] || bad "-np $np $args: a rank found $low iterations of 30"
 		printf '%s\n' "$out" | grep -q "iterations found from the stream of MPI calls" ||
 			bad "-np $np $args: no iterations found:
 $out"
 		if [ "$np" -eq 2 ] && [ "$sync" = barrier ]; then
 			# Loads 1 and 4: rank 1 computes four times as long, then waits little.
-			printf '%s\n' "$out" | awk '/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next }
-				on && /^ +[0-9]+ / { u[$1] = $9 + 0 } END { exit !(u[1] > u[0] + 30) }' ||
+			printf '%s\n' "$out" | awk "$rows"' { u[$1] = $9 + 0 } END { exit !(u[1] > u[0] + 30) }' ||
 				bad "-np 2 $args: the heavy rank's utilisation is not above the light one's:
 $out"
 		fi
