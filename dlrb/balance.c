@@ -51,25 +51,24 @@ static int ma_dp_split(struct ma_dp *p, const struct ma_level *l, unsigned *task
 		vps += l->children[c]->nb_vps;
 	unsigned *cap = calloc(k, sizeof(*cap)), *cnt = calloc(k, sizeof(*cnt)), *group = malloc(n * sizeof(*group));
 	unsigned *to = calloc(k, sizeof(*to)), *sub = malloc(n * sizeof(*sub));
-	double *sum = calloc(k, sizeof(*sum)), *frac = calloc(k, sizeof(*frac));
-	int e = cap && cnt && group && to && sub && sum && frac ? 0 : ENOMEM;
+	double *sum = calloc(k, sizeof(*sum)), *share = calloc(k, sizeof(*share));
+	int e = cap && cnt && group && to && sub && sum && share ? 0 : ENOMEM;
 	/* The blind split: tasks in proportion to the children's hardware threads, each
 	 * child at least the floor of its share and at most the ceiling. */
 	for (unsigned c = 0; !e && c < k && vps; c++) {
-		double share = (double)n * l->children[c]->nb_vps / vps;
-		frac[c] = share;
-		cap[c] = (unsigned)share + (share > (unsigned)share);
+		share[c] = (double)n * l->children[c]->nb_vps / vps;
+		cap[c] = (unsigned)share[c] + (share[c] > (unsigned)share[c]);
 	}
 	/* The heaviest first, each to the lightest child with room; once the tasks left are
 	 * just enough for the children still below their floor, to those only. */
 	for (unsigned i = 0; !e && i < n; i++) {
 		unsigned deficit = 0;
 		for (unsigned c = 0; c < k; c++)
-			deficit += cnt[c] < (unsigned)frac[c] ? (unsigned)frac[c] - cnt[c] : 0;
+			deficit += cnt[c] < (unsigned)share[c] ? (unsigned)share[c] - cnt[c] : 0;
 		int short_only = n - i <= deficit;
 		unsigned best = k;
 		for (unsigned c = 0; c < k; c++)
-			if (cnt[c] < cap[c] && (!short_only || cnt[c] < (unsigned)frac[c]) &&
+			if (cnt[c] < cap[c] && (!short_only || cnt[c] < (unsigned)share[c]) &&
 			    (best == k || sum[c] < sum[best]))
 				best = c;
 		if (best == k) {
@@ -124,7 +123,7 @@ static int ma_dp_split(struct ma_dp *p, const struct ma_level *l, unsigned *task
 	free(to);
 	free(sub);
 	free(sum);
-	free(frac);
+	free(share);
 	return e;
 }
 

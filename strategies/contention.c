@@ -84,12 +84,6 @@ struct ma_ct_priv {
 
 /* ---- threads and their metrics ---- */
 
-/* What a decision places: started threads, not ended, not main; bubbles. */
-static int ma_ct_wants(const struct ma_vnode *n)
-{
-	return n->is_bubble || (n->state != MA_V_BORN && n->state != MA_V_DEAD && !n->is_main);
-}
-
 /* t's normalised metrics (0 for one not known). */
 static void ma_ct_x(const struct ma_vnode *t, double x[MA_VM_NB])
 {
@@ -149,7 +143,7 @@ static int ma_ct_walk(const struct ma_vnode *const *tops, unsigned n,
 
 static int ma_ct_visit_metrics(const struct ma_vnode *x, void *arg)
 {
-	if (!x->is_bubble && x->metrics && ma_ct_wants(x))
+	if (!x->is_bubble && x->metrics && ma_spread_wants(x))
 		*(int *)arg = 1;
 	return 0;
 }
@@ -260,7 +254,7 @@ static int ma_ct_visit_place(const struct ma_vnode *x, void *arg)
 {
 	struct ma_ct_place *p = arg;
 	if (!x->is_bubble) {
-		if (!ma_ct_wants(x) || x->pinned || x->fixed_item >= 0)
+		if (!ma_spread_wants(x) || x->pinned || x->fixed_item >= 0)
 			return 0;
 		if (p->nb == p->cap) {
 			unsigned cap = p->cap ? 2 * p->cap : 64;
@@ -422,15 +416,10 @@ static void ma_ct_start(const struct ma_view *v, void *priv, struct ma_dlist *ou
 	if (ma_spread_gather_round(v, &p->spread, out))
 		return;
 	p->spread.valid = 0;
-	const struct ma_vnode **tops = malloc((r->nb_children ? r->nb_children : 1) * sizeof(*tops));
+	unsigned n;
+	const struct ma_vnode **tops = ma_spread_tops(r, &n);
 	if (!tops)
 		return; /* out of memory: everything stays where it was, still scheduled */
-	unsigned n = 0;
-	for (unsigned k = 0; k < r->nb_children; k++) {
-		const struct ma_vnode *m = r->children[k];
-		if (m->is_bubble ? m->woken && m->status == MA_V_CLOSED : ma_ct_wants(m))
-			tops[n++] = m;
-	}
 	if (ma_ct_place(v, 0, tops, n, 0, out))
 		ma_spread_decide_start(v, &p->spread, out, 0);
 	free(tops);
@@ -501,7 +490,7 @@ struct ma_ct_collect {
 static int ma_ct_visit_on(const struct ma_vnode *x, void *arg)
 {
 	struct ma_ct_collect *k = arg;
-	if (x->is_bubble || !ma_ct_wants(x))
+	if (x->is_bubble || !ma_spread_wants(x))
 		return 0;
 	k->nb_alive++;
 	k->any |= x->metrics != 0;

@@ -23,6 +23,11 @@ struct ma_spread_priv {
 };
 
 void ma_spread_priv_exit(void *priv) MA_HIDDEN;
+/* What a decision places: bubbles, and threads started and not ended but main. */
+int ma_spread_wants(const struct ma_vnode *n);
+/* decide_start's entities: the root r's closed woken bubbles and the threads it wants, in
+ * member order (*n of them); to free. NULL if memory ran out. */
+const struct ma_vnode **ma_spread_tops(const struct ma_vnode *r, unsigned *n);
 /* decide_start's first round (v->round 0): the root's opened members (implicit children
  * bubbles, bubbles burst by a previous strategy) gathered, so that they can be placed
  * with the rest; those that close at once come back through submit while the GATHERs

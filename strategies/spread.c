@@ -25,10 +25,22 @@
 #include "ma_spread.h"
 #include "ma_distrib.h"
 
-/* What a decision places: bubbles, and threads started and not ended but main. */
-static int ma_spread_wants(const struct ma_vnode *n)
+int ma_spread_wants(const struct ma_vnode *n)
 {
 	return n->is_bubble || (n->state != MA_V_BORN && n->state != MA_V_DEAD && !n->is_main);
+}
+
+const struct ma_vnode **ma_spread_tops(const struct ma_vnode *r, unsigned *n)
+{
+	/* Bubbles still closing are submitted on their own once every thread is back. */
+	const struct ma_vnode **tops = malloc((r->nb_children ? r->nb_children : 1) * sizeof(*tops));
+	*n = 0;
+	for (unsigned k = 0; tops && k < r->nb_children; k++) {
+		const struct ma_vnode *m = r->children[k];
+		if (m->is_bubble ? m->woken && m->status == MA_V_CLOSED : ma_spread_wants(m))
+			tops[(*n)++] = m;
+	}
+	return tops;
 }
 
 /* The topology item of queue q: a VP's own queue counts on its leaf (distrib decides
@@ -350,16 +362,10 @@ void ma_spread_decide_start(const struct ma_view *v, void *priv, struct ma_dlist
 		return;
 	if (ma_spread_gather_round(v, p, out))
 		return;
-	/* Bubbles still closing are submitted on their own once every thread is back. */
-	const struct ma_vnode **tops = malloc((r->nb_children ? r->nb_children : 1) * sizeof(*tops));
+	unsigned n;
+	const struct ma_vnode **tops = ma_spread_tops(r, &n);
 	if (!tops)
 		return; /* out of memory: everything stays where it was, still scheduled */
-	unsigned n = 0;
-	for (unsigned k = 0; k < r->nb_children; k++) {
-		const struct ma_vnode *m = r->children[k];
-		if (m->is_bubble ? m->woken && m->status == MA_V_CLOSED : ma_spread_wants(m))
-			tops[n++] = m;
-	}
 	struct ma_spread_nodes m;
 	int err = ma_spread_nodes_make(&m, v, tops, n, memory);
 	if (!err)
