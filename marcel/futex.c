@@ -242,27 +242,38 @@ static int ma_u32_check(const void *arg)
 	return ma_load_seq_cst(c->addr) == c->val;
 }
 
+/* Whether worker w has something else to run: its runnext slot, or a queue of its path.
+ * A waiter that polls then only delays it, and maybe its own waker on the same VP. */
+static int ma_worker_has_work(const struct ma_worker *w)
+{
+	int prio;
+	return w->runnext || ma_peek_next(w, MA_MAX_PRIO - 1, &prio);
+}
+
 /*
  * Spin, then block (the 004 seed's spin-then-notify): a marcel thread polls the word for
  * up to MARCEL_SPIN rounds before it queues, marked as spinning meanwhile, so that a
  * wake-up that comes soon costs no block and no switch, and a strategy counting the
- * program's parallelism does not count it. Returns whether the word changed (EAGAIN,
- * as if it had changed before the wait). MARCEL_SPIN's default is 0 on one VP and with
- * more VPs than processors, where a spinner would only delay the thread it waits for.
+ * program's parallelism does not count it. It polls only while its worker has nothing
+ * else to run, so only the worker's idle time is spent (a hand-off between threads of one
+ * VP blocks at once, as before). Returns whether the word changed (EAGAIN, as if it had
+ * changed before the wait). MARCEL_SPIN's default is 0 on one VP and with more VPs than
+ * processors.
  */
 static int ma_u32_spin(const unsigned *addr, unsigned val)
 {
 	unsigned limit = ma_spin_limit();
-	if (!limit || !ma_worker_self())
+	struct ma_worker *w;
+	if (!limit || !(w = ma_worker_self()) || ma_worker_has_work(w))
 		return 0;
 	ma_spin_notify(1);
 	unsigned i = 0;
-	while (i < limit && ma_load_seq_cst(addr) == val) {
+	while (i < limit && ma_load_seq_cst(addr) == val && !(i % 16 == 15 && ma_worker_has_work(w))) {
 		ma_cpu_relax();
 		i++;
 	}
 	ma_spin_notify(0);
-	return i < limit;
+	return ma_load_seq_cst(addr) != val;
 }
 
 int ma_fwait_u32(const void *addr, unsigned val, uint64_t deadline)
