@@ -152,51 +152,34 @@ static const struct ma_level *ma_dlrb_core(const struct ma_topo *t, unsigned v)
 	return t->vps[v].leaf;
 }
 
-unsigned ma_dlrb_levels(const struct ma_topo *t, const double *vp_util, int *level, int lo, int hi)
+void ma_dlrb_ctl_init(struct ma_dlrb_ctl *c)
 {
-	unsigned changed = 0;
-	for (unsigned a = 0; a < t->nb_vps; a++) {
-		const struct ma_level *core = ma_dlrb_core(t, a);
-		/* The cores of exactly two hardware threads, each met once at its first. */
-		unsigned b = t->nb_vps, count = 0;
-		int first = 1;
-		for (unsigned v = 0; v < t->nb_vps; v++)
-			if (ma_dlrb_core(t, v) == core) {
-				count++;
-				if (v < a)
-					first = 0;
-				else if (v > a)
-					b = v;
-			}
-		if (!first || count != 2 || b == t->nb_vps)
-			continue;
-		double d = vp_util[a] - vp_util[b];
-		if (d <= MA_DLRB_THRESHOLD && -d <= MA_DLRB_THRESHOLD)
-			continue;
-		unsigned up = d > 0 ? a : b, down = d > 0 ? b : a;
-		unsigned steps = (d > 0 ? d : -d) > 2 * MA_DLRB_THRESHOLD ? 2 : 1;
-		for (unsigned s = 0; s < steps; s++) {
-			if (level[up] < hi) {
-				level[up]++;
-				changed++;
-			} else if (level[down] > lo) {
-				level[down]--;
-				changed++;
-			}
-		}
-	}
-	return changed;
+	memset(c, 0, sizeof(*c));
+	ma_hw_policy_defaults(&c->params, MA_HWP_DLRB);
 }
 
-/* A phase change: a task that was above MA_DLRB_HIGH in the previous iteration fell below
- * 75%. Light tasks that a priority made busier are not one (the thesis's bitmap, read
- * literally, would take them for one at every iteration after the first levels). */
-static int ma_dlrb_phase_changed(const struct ma_dlrb_ctl *c, const double *util, unsigned n)
+/* The policy afresh for n tasks placed at vp[]: the tasks of one core share a domain
+ * (a task nowhere known is a domain of its own), every level 0. */
+static void ma_dlrb_policy_reset(struct ma_dlrb_ctl *c, const struct ma_topo *t, const int *vp, unsigned n)
 {
+	memset(&c->st, 0, sizeof(c->st));
+	memset(c->slot, 0, n * sizeof(c->slot[0]));
+	c->st.n = n;
 	for (unsigned i = 0; i < n; i++)
-		if (c->high[i] && util[i] < 0.75)
-			return 1;
-	return 0;
+		c->slot[i].domain = vp[i] >= 0 && (unsigned)vp[i] < t->nb_vps ? (int)ma_dlrb_core(t, (unsigned)vp[i])->id
+									    : -1 - (int)i;
+}
+
+/* Whether the measured utilisations differ by more than the threshold. */
+static int ma_dlrb_imbalanced(const double *util, unsigned n)
+{
+	double mn = 2, mx = -1;
+	for (unsigned i = 0; i < n; i++)
+		if (util[i] >= 0) {
+			mn = util[i] < mn ? util[i] : mn;
+			mx = util[i] > mx ? util[i] : mx;
+		}
+	return mx - mn > MA_DLRB_THRESHOLD;
 }
 
 struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo *t, const double *util, unsigned n,
@@ -205,52 +188,54 @@ struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo
 	struct ma_dlrb_decision d = { 0 };
 	if (n > MA_DLRB_MAX_TASKS)
 		return d;
+	if (n != c->st.n || !c->iterations)
+		ma_dlrb_policy_reset(c, t, vp, n);
+	c->st.slot = c->slot; /* see struct ma_dlrb_ctl: no pointer kept between calls */
 	c->iterations++;
-	int place = c->iterations == 1;
-	if (!place && ma_dlrb_phase_changed(c, util, n)) {
-		place = 1;
-		c->phase_changes++;
-	}
-	for (unsigned i = 0; i < n; i++)
-		c->high[i] = util[i] > MA_DLRB_HIGH;
-	int zero = lo > 0 ? lo : hi < 0 ? hi : 0;
-	if (place) {
-		/* Placed anew; the next iteration measures the placement, without levels. */
-		if (ma_dlrb_place(t, util, n, vp, vp) == 0) {
-			d.placed = 1;
-			c->placements++;
-		}
-		for (unsigned i = 0; i < n; i++)
-			if (level[i] != zero) {
-				level[i] = zero;
-				d.levels_changed = 1;
-			}
-		c->unprioritised = 1;
+	int imbalanced = ma_dlrb_imbalanced(util, n);
+	/* The first placement waits for a second iteration to confirm the imbalance: one
+	 * where the kernel kept a rank off its processor must not move the node. */
+	if (c->iterations == 1) {
+		c->imbalanced_first = (unsigned char)imbalanced;
 		return d;
+	}
+	int place = c->iterations == 2 && imbalanced && c->imbalanced_first;
+	if (!place) {
+		/* An unmeasured task idles as far as the policy knows: run 0, wait 0. */
+		struct ma_hw_sample s[n ? n : 1];
+		for (unsigned i = 0; i < n; i++)
+			s[i] = util[i] >= 0 ? (struct ma_hw_sample){ util[i], 1 - util[i] } : (struct ma_hw_sample){ 0, 0 };
+		int f = ma_hw_policy_step(&c->params, &c->st, s);
+		if (f & MA_HWP_PHASE) {
+			c->phase_changes++;
+			d.phase_change = 1;
+			place = 1;
+		}
 	}
 	c->unprioritised = 0;
-	/* The levels are the hardware threads': per VP, then back to its tasks. */
-	double *vu = calloc(t->nb_vps ? t->nb_vps : 1, sizeof(*vu));
-	int *vl = calloc(t->nb_vps ? t->nb_vps : 1, sizeof(*vl));
-	if (!vu || !vl) {
-		free(vu);
-		free(vl);
-		return d;
-	}
-	for (unsigned v = 0; v < t->nb_vps; v++)
-		vl[v] = zero;
-	for (unsigned i = 0; i < n; i++)
-		if (vp[i] >= 0 && (unsigned)vp[i] < t->nb_vps) {
-			vu[vp[i]] += util[i];
-			vl[vp[i]] = level[i];
+	if (place && imbalanced) {
+		int *to = malloc((n ? n : 1) * sizeof(*to));
+		if (to && ma_dlrb_place(t, util, n, vp, to) == 0) {
+			for (unsigned i = 0; i < n; i++)
+				if (to[i] != vp[i]) {
+					vp[i] = to[i];
+					d.placed = 1;
+				}
+			c->placements += d.placed;
 		}
-	if (ma_dlrb_levels(t, vu, vl, lo, hi)) {
-		d.levels_changed = 1;
-		for (unsigned i = 0; i < n; i++)
-			if (vp[i] >= 0 && (unsigned)vp[i] < t->nb_vps)
-				level[i] = vl[vp[i]];
+		free(to);
+		/* The next iteration measures the placement, without levels. */
+		ma_dlrb_policy_reset(c, t, vp, n);
+		c->st.slot = c->slot;
+		c->unprioritised = 1;
 	}
-	free(vu);
-	free(vl);
+	int fit[n ? n : 1];
+	ma_hw_levels_fit(c->slot, n, lo, hi, fit);
+	for (unsigned i = 0; i < n; i++)
+		if (level[i] != fit[i]) {
+			level[i] = fit[i];
+			d.levels_changed = 1;
+		}
+	c->level_changes += d.levels_changed;
 	return d;
 }

@@ -1,7 +1,10 @@
 /*
  * libmarcel-dlrb: what one rank knows of itself (state.c), fed by the PMPI wrappers
- * (pmpi.c) and reported at MPI_Finalize (report.c). The library is a plain MPI client: no
- * marcel runtime in it; hwprio's policy and backends come with the balancing.
+ * (pmpi.c) and reported at MPI_Finalize (report.c); the node's ranks sharing their
+ * figures and the decisions taken on them (node.c), and this rank carrying out its part
+ * (act.c: binding, hwprio's backends). The library is a plain MPI client: no marcel
+ * runtime in it; it uses the topology module, hwprio's policy and backends, and the
+ * balancer's pure decisions (balance.c).
  */
 #ifndef MA_DLRB_H
 #define MA_DLRB_H
@@ -22,7 +25,7 @@ enum ma_dlrb_call {
 #define MA_DLRB_KEEP 64 /* iterations whose figures are kept (the report's last ones) */
 #define MA_DLRB_STABLE 3 /* iterations a rank must show for the program to count as iterative */
 
-enum ma_dlrb_mode { MA_DLRB_OFF, MA_DLRB_OBSERVE };
+enum ma_dlrb_mode { MA_DLRB_OFF, MA_DLRB_OBSERVE, MA_DLRB_BALANCE };
 
 struct ma_dlrb_rank {
 	double compute, mpi;         /* totals, seconds */
@@ -33,6 +36,11 @@ struct ma_dlrb_rank {
 	unsigned period;             /* calls per iteration of the last period found, 0: none */
 	double util_first, util_last; /* mean utilisation of the first and the last iterations kept */
 	unsigned n_first, n_last;
+	/* Balancing (MARCEL_DLRB=balance): */
+	int cpu_first, cpu_last;     /* the CPU it ran on at MPI_Init and at MPI_Finalize */
+	int vp_last, level_last;     /* where the balancer put it last (-1: never placed) and its level */
+	unsigned moves;              /* rebindings */
+	unsigned log_len;            /* node leader: bytes of the node's log sent with the report */
 };
 
 struct ma_dlrb {
@@ -47,6 +55,7 @@ struct ma_dlrb {
 	double util_head[MA_DLRB_KEEP]; /* the first ones */
 	unsigned long util_n;
 	char report[4096];           /* MARCEL_DLRB_REPORT: "" stderr, "off", or a path */
+	struct ma_dlrb_node *node;   /* balancing: the node's shared figures (node.c) */
 };
 
 extern struct ma_dlrb ma_dlrb;
@@ -59,6 +68,21 @@ int ma_dlrb_start(void);
 void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm);
 /* MPI_Finalize, before the real one: gathers and prints the report. */
 void ma_dlrb_finish(void);
+
+/* ---- balancing (node.c, act.c) ---- */
+
+struct ma_dlrb_node;
+/* MPI_Init, MARCEL_DLRB=balance: the node's communicator, its shared segment, the
+ * topology and the backends. 0, or -1 after printing why (the rank goes on observing). */
+int ma_dlrb_node_start(struct ma_dlrb *d);
+/* An iteration of this rank ended with utilisation u: posted to the node; the last of the
+ * node's ranks to post decides. */
+void ma_dlrb_node_post(struct ma_dlrb *d, double u);
+/* After each MPI call: carries out a decision taken since the last one. */
+void ma_dlrb_node_poll(struct ma_dlrb *d);
+/* MPI_Finalize: fills this rank's part of the report (and, on a node's leader, the node's
+ * log, returned in *log, malloc'ed), undoes the binding and the levels, frees. */
+void ma_dlrb_node_finish(struct ma_dlrb *d, char **log);
 
 /* The time a call starts: the compute since the previous one is counted. */
 static inline double ma_dlrb_enter(void)

@@ -11,23 +11,26 @@
  *   utilisation is the lowest (so that a core gets a heavy task beside a light one);
  *   among children of the same size the groups then go where most of their tasks
  *   already are, so that few tasks move.
- * - The resource balancer (ma_dlrb_levels): on each core of two hardware threads whose
- *   utilisations differ by more than the threshold (20 points), the busier one is raised
- *   a level (two above twice the threshold), or, at the backend's highest level, the
- *   other lowered; the levels stay within the backend's range, so never more than its
- *   width apart. Levels persist from one iteration to the next.
- * - The controller (ma_dlrb_step): at each iteration's end. Placement at the first
- *   iteration and whenever the set of tasks above 95% busy changes (a phase change); the
- *   iteration after a placement runs without levels, to measure the new placement.
+ * - The resource balancer is hwprio's policy (hwprio/policy.c, kind dlrb): the tasks
+ *   sharing a core form a domain; when their utilisations differ by more than 20 points
+ *   the busier is raised a level (two above 40 points), or the other lowered at the top;
+ *   a change of the set of tasks above 95% busy, seen twice, is a phase change. Its
+ *   levels (0..2) are then fitted into the backend's reach.
+ * - The controller (ma_dlrb_step): at each iteration's end. The node's tasks are placed
+ *   after the second iteration if both differed by more than 20 points (one iteration
+ *   alone may be a rank the kernel kept waiting), and at each phase change if they
+ *   differ so (else nothing moves); the iteration after a placement runs without levels,
+ *   to measure the new placement; otherwise, from the second iteration, the policy sets
+ *   the levels.
  */
 #ifndef MA_DLRB_BALANCE_H
 #define MA_DLRB_BALANCE_H
 
+#include "ma_hwprio.h"
 #include "ma_topology.h"
 
 #define MA_DLRB_MAX_TASKS 1024
-#define MA_DLRB_THRESHOLD 0.20 /* utilisation difference between two threads of a core */
-#define MA_DLRB_HIGH 0.95      /* a task busier than this counts in the phase bitmap */
+#define MA_DLRB_THRESHOLD 0.20 /* utilisation difference that calls for a placement */
 
 /* Places n tasks (utilisations util[], 0..1) on the hardware threads of t (its VPs, one
  * per PU when loaded with smt): out[i] the VP of task i. current[i]: where it runs now
@@ -35,29 +38,35 @@
  * than MA_DLRB_MAX_TASKS), ENOMEM. */
 int ma_dlrb_place(const struct ma_topo *t, const double *util, unsigned n, const int *current, int *out);
 
-/* The resource balancer, once: level[v] of each VP (hardware thread), in [lo, hi], given
- * each VP's summed utilisation vp_util[v]. Returns the number of VPs whose level
- * changed. */
-unsigned ma_dlrb_levels(const struct ma_topo *t, const double *vp_util, int *level, int lo, int hi);
-
-/* The per-node state of the controller. */
+/* The per-node state of the controller: hwprio's policy state, one slot per task. It
+ * holds no pointer between calls (ma_dlrb_step points st.slot at slot[] each time), so
+ * it may live in memory the node's processes map at different addresses. */
 struct ma_dlrb_ctl {
 	unsigned iterations;           /* iterations decided on */
-	unsigned placements;           /* load balancer runs */
+	unsigned placements;           /* load balancer runs that moved a task */
 	unsigned phase_changes;
+	unsigned level_changes;        /* iterations whose end changed a level */
 	int unprioritised;             /* this iteration runs without levels */
-	unsigned char high[MA_DLRB_MAX_TASKS]; /* the previous iteration's tasks above 95% */
+	unsigned char imbalanced_first; /* the first iteration was imbalanced */
+	struct ma_hw_policy_params params;
+	struct ma_hw_policy_state st;
+	struct ma_hw_slot slot[MA_DLRB_MAX_TASKS];
 };
+
+/* A controller with the thesis's parameters (hwprio's dlrb policy, its defaults). */
+void ma_dlrb_ctl_init(struct ma_dlrb_ctl *c);
 
 /* What one iteration's end decided. */
 struct ma_dlrb_decision {
-	int placed;                    /* vp[] is a new placement */
+	int placed;                    /* vp[] is a new placement (some task moved) */
 	int levels_changed;            /* level[] changed (or was reset) */
+	int phase_change;              /* the policy saw a phase change */
 };
 
-/* One iteration's end: utilisations util[n] of the node's tasks, their VPs vp[n] (changed
- * in place by a placement), their levels level[n] (in place). lo..hi: the levels the
- * backend reaches. */
+/* One iteration's end: utilisations util[n] of the node's tasks (0..1; negative: not
+ * measured, left as it is), their VPs vp[n] (-1: unknown; changed in place by a
+ * placement), their levels level[n] (in place). lo..hi: the levels the backend reaches.
+ * A change of n starts the controller afresh. */
 struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo *t, const double *util, unsigned n,
 				     int *vp, int *level, int lo, int hi);
 

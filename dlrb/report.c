@@ -3,7 +3,9 @@
  * counted), one line per rank, then what the iterations were found from. It goes to
  * standard error, to the file MARCEL_DLRB_REPORT names, or nowhere (MARCEL_DLRB_REPORT=off).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +33,29 @@ static void ma_dlrb_summarise(struct ma_dlrb *d)
 	d->r.periods_found = d->period.found;
 }
 
-static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size)
+static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size, int balancing, const char *logs)
 {
 	unsigned long found = 0, fallback = 0;
 	int iterative = 0;
-	fprintf(out, "libmarcel-dlrb: %d ranks, observing (measures each rank's computation per iteration; "
-		     "does not balance yet)\n", size);
-	fprintf(out, "%4s %10s %10s %8s %7s %11s %11s %10s %10s\n", "rank", "calls", "iterations", "by_coll",
-		"period", "compute_s", "mpi_s", "util_first", "util_last");
+	if (balancing)
+		fprintf(out, "libmarcel-dlrb: %d ranks, balancing (each node's ranks placed and prioritised by their "
+			     "computation per iteration; util_first and util_last: the first and the last 10 "
+			     "iterations)\n", size);
+	else
+		fprintf(out, "libmarcel-dlrb: %d ranks, observing (measures each rank's computation per iteration, "
+			     "changes nothing)\n", size);
+	fprintf(out, "%4s %10s %10s %8s %7s %11s %11s %10s %10s", "rank", "calls", "iterations", "by_coll", "period",
+		"compute_s", "mpi_s", "util_first", "util_last");
+	if (balancing)
+		fprintf(out, " %9s %8s %4s %5s %5s", "cpu_first", "cpu_last", "vp", "level", "moves");
+	fprintf(out, "\n");
 	for (int i = 0; i < size; i++) {
 		const struct ma_dlrb_rank *r = &all[i];
-		fprintf(out, "%4d %10lu %10lu %8lu %7u %11.4f %11.4f %9.1f%% %9.1f%%\n", i, r->calls, r->iterations,
+		fprintf(out, "%4d %10lu %10lu %8lu %7u %11.4f %11.4f %9.1f%% %9.1f%%", i, r->calls, r->iterations,
 			r->fallback, r->period, r->compute, r->mpi, 100 * r->util_first, 100 * r->util_last);
+		if (balancing)
+			fprintf(out, " %9d %8d %4d %5d %5u", r->cpu_first, r->cpu_last, r->vp_last, r->level_last, r->moves);
+		fprintf(out, "\n");
 		found += r->periods_found;
 		fallback += r->fallback;
 		/* A period held for MA_DLRB_STABLE iterations at least: one seen by chance in
@@ -58,6 +71,36 @@ static void ma_dlrb_print(FILE *out, const struct ma_dlrb_rank *all, int size)
 	else
 		fprintf(out, "libmarcel-dlrb: no iterations: the program's MPI calls repeat no sequence and it makes no "
 			     "collective over MPI_COMM_WORLD; nothing to balance\n");
+	if (logs && *logs)
+		fputs(logs, out);
+}
+
+/* The nodes' logs, concatenated on rank 0 (NULL elsewhere, or out of memory). Every rank
+ * takes part: the gathers are collective. */
+static char *ma_dlrb_gather_logs(const struct ma_dlrb *d, const char *mine, const struct ma_dlrb_rank *all)
+{
+	int len = mine ? (int)strlen(mine) : 0, *counts = NULL, *displs = NULL, total = 0;
+	char *logs = NULL;
+	if (d->rank == 0 && all) {
+		counts = calloc((size_t)d->size, sizeof(*counts));
+		displs = calloc((size_t)d->size, sizeof(*displs));
+		for (int i = 0; counts && displs && i < d->size; i++) {
+			counts[i] = (int)all[i].log_len;
+			displs[i] = total;
+			total += counts[i];
+		}
+		logs = counts && displs ? malloc((size_t)total + 1) : NULL;
+	}
+	/* Rank 0 says whether it can take them; if not, no one sends. */
+	int ok = d->rank != 0 || logs;
+	PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (ok)
+		PMPI_Gatherv(mine ? mine : "", len, MPI_CHAR, logs, counts, displs, MPI_CHAR, 0, MPI_COMM_WORLD);
+	if (logs)
+		logs[total] = 0;
+	free(counts);
+	free(displs);
+	return logs;
 }
 
 void ma_dlrb_finish(void)
@@ -67,16 +110,24 @@ void ma_dlrb_finish(void)
 		return;
 	d->active = 0;
 	ma_dlrb_summarise(d);
+	d->r.cpu_last = sched_getcpu();
+	int balancing = d->mode == MA_DLRB_BALANCE;
+	char *log = NULL;
+	ma_dlrb_node_finish(d, &log);
+	d->r.log_len = log ? (unsigned)strlen(log) : 0;
 	struct ma_dlrb_rank *all = NULL;
 	if (d->rank == 0)
 		all = calloc((size_t)d->size, sizeof(*all));
 	/* Every rank takes part whether rank 0 could allocate or not: the gather needs all. */
 	PMPI_Gather(&d->r, (int)sizeof(d->r), MPI_BYTE, all, all ? (int)sizeof(d->r) : 0, MPI_BYTE, 0,
 		    MPI_COMM_WORLD);
+	char *logs = ma_dlrb_gather_logs(d, log, all);
+	free(log);
 	if (d->rank != 0)
 		return;
 	if (!all) {
 		fprintf(stderr, "libmarcel-dlrb: out of memory for the report\n");
+		free(logs);
 		return;
 	}
 	if (strcmp(d->report, "off")) {
@@ -89,9 +140,10 @@ void ma_dlrb_finish(void)
 				out = stderr;
 			}
 		}
-		ma_dlrb_print(out, all, d->size);
+		ma_dlrb_print(out, all, d->size, balancing, logs);
 		if (out != stderr)
 			fclose(out);
 	}
+	free(logs);
 	free(all);
 }

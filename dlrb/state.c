@@ -4,6 +4,8 @@
  * (or, while it finds none, each collective over MPI_COMM_WORLD) closes a utilisation:
  * computation over the iteration's time.
  */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +26,14 @@ int ma_dlrb_start(void)
 	struct ma_dlrb *d = &ma_dlrb;
 	memset(d, 0, sizeof(*d));
 	const char *mode = getenv("MARCEL_DLRB");
-	d->mode = MA_DLRB_OBSERVE;
+	d->mode = MA_DLRB_BALANCE;
 	if (mode && !strcmp(mode, "off"))
 		d->mode = MA_DLRB_OFF;
-	else if (mode && *mode && strcmp(mode, "observe")) {
-		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB=%s: expected off or observe; the program runs without "
-				"the balancer\n", mode);
+	else if (mode && !strcmp(mode, "observe"))
+		d->mode = MA_DLRB_OBSERVE;
+	else if (mode && *mode && strcmp(mode, "balance")) {
+		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB=%s: expected balance, observe or off; the program runs "
+				"without the balancer\n", mode);
 		d->mode = MA_DLRB_OFF;
 		return -1;
 	}
@@ -40,6 +44,12 @@ int ma_dlrb_start(void)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &d->size);
 	ma_period_init(&d->period);
+	d->r.cpu_first = sched_getcpu();
+	d->r.vp_last = -1;
+	/* Collective on the node: every rank of it runs this (MARCEL_DLRB is the same for
+	 * all under mpirun -x; a rank whose node cannot balance observes). */
+	if (d->mode == MA_DLRB_BALANCE && ma_dlrb_node_start(d))
+		d->mode = MA_DLRB_OBSERVE;
 	d->active = 1;
 	d->last_leave = ma_dlrb_now();
 	return 0;
@@ -55,6 +65,8 @@ static void ma_dlrb_iteration(struct ma_dlrb *d)
 	d->util[d->util_n % MA_DLRB_KEEP] = u;
 	d->util_n++;
 	d->it_compute = d->it_mpi = 0;
+	if (d->node)
+		ma_dlrb_node_post(d, u);
 }
 
 static int ma_dlrb_sync(enum ma_dlrb_call k)
@@ -95,4 +107,6 @@ void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm)
 		d->r.fallback++;
 		ma_dlrb_iteration(d);
 	}
+	if (d->node)
+		ma_dlrb_node_poll(d);
 }

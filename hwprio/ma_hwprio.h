@@ -193,6 +193,10 @@ int ma_hw_policy_step(const struct ma_hw_policy_params *p, struct ma_hw_policy_s
 /* Fits levels into a backend's reach lo..hi keeping each domain's differences (the
  * raised ones stay raised by lowering the others where a backend can only lower). */
 void ma_hw_levels_fit(const struct ma_hw_slot *slot, unsigned n, int lo, int hi, int *out);
+/* The same for one level of a domain whose highest level is top. */
+int ma_hw_level_fit(int level, int top, int lo, int hi);
+/* The highest level of slot i's domain. */
+int ma_hw_domain_top(const struct ma_hw_slot *slot, unsigned n, unsigned i);
 
 /* ---- the unit: bubbles, or threads ---- */
 

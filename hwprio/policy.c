@@ -241,17 +241,28 @@ int ma_hw_policy_step(const struct ma_hw_policy_params *p, struct ma_hw_policy_s
 	return changed ? MA_HWP_CHANGED : 0;
 }
 
+int ma_hw_level_fit(int level, int top, int lo, int hi)
+{
+	/* Shift the whole domain so that its top fits; what still falls below lo is clamped
+	 * (the backend cannot tell those levels apart). */
+	int l = level + (top > hi ? hi - top : 0);
+	return l < lo ? lo : l > hi ? hi : l;
+}
+
 void ma_hw_levels_fit(const struct ma_hw_slot *slot, unsigned n, int lo, int hi, int *out)
 {
 	for (unsigned i = 0; i < n; i++) {
 		int mn, mx;
 		ma_hw_domain_range(slot, n, i, &mn, &mx);
-		/* Shift the whole domain so that its top fits; what still falls below lo is
-		 * clamped (the backend cannot tell those levels apart). */
-		int shift = mx > hi ? hi - mx : 0;
-		int l = slot[i].level + shift;
-		out[i] = l < lo ? lo : l > hi ? hi : l;
+		out[i] = ma_hw_level_fit(slot[i].level, mx, lo, hi);
 	}
+}
+
+int ma_hw_domain_top(const struct ma_hw_slot *slot, unsigned n, unsigned i)
+{
+	int mn, mx;
+	ma_hw_domain_range(slot, n, i, &mn, &mx);
+	return mx;
 }
 
 void ma_hw_units(const struct ma_hw_path *path, const struct ma_hw_slot *slot, unsigned n, uint64_t *unit)

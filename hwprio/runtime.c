@@ -40,11 +40,11 @@
 #include "ma_sync.h"
 #include "ma_view_build.h"
 #include "ma_hwprio.h"
+#include "ma_hw_topo.h"
 #include "marcel/hwprio.h"
 #include "marcel/thread.h"
 
 #define MA_HW_MAX_ACTIVE 8
-#define MA_HW_MAX_KINDS 8
 /* Shorter rounds are merged: a policy step (and the applies it causes) per round of a
  * fine-grained barrier would cost more than it balances. */
 #define MA_HW_MIN_ITER_NS 1000000
@@ -112,48 +112,18 @@ static struct {
 /* The roots, and the running runtime's core kinds (into kinds[MA_HW_MAX_KINDS]). */
 static void ma_hw_env_read(struct ma_hw_env *env, struct ma_hw_kind *kinds)
 {
-	const char *s = getenv("MARCEL_HWPRIO_SYSFS"), *r = getenv("MARCEL_HWPRIO_RESCTRL");
-	*env = (struct ma_hw_env){ .sysfs = s && *s ? s : "/sys", .resctrl = r && *r ? r : "/sys/fs/resctrl" };
-	if (!ma_rt.running && !ma_hw.vp)
-		return; /* no topology loaded: no kinds known */
-	env->bound = !ma_rt.topo.fake;
-	unsigned n = ma_rt.topo.nb_cpukinds < MA_HW_MAX_KINDS ? ma_rt.topo.nb_cpukinds : MA_HW_MAX_KINDS;
-	for (unsigned k = 0; k < n; k++) {
-		struct ma_hw_kind *hk = &kinds[k];
-		memset(hk, 0, sizeof(*hk));
-		hk->efficiency = ma_rt.topo.cpukinds[k].efficiency;
-		unsigned bits = 8 * sizeof(hk->cpus[0]);
-		int c;
-		hwloc_bitmap_foreach_begin(c, ma_rt.topo.cpukinds[k].cpuset)
-			if (c < MA_HW_MAX_CPUS)
-				hk->cpus[(unsigned)c / bits] |= 1UL << ((unsigned)c % bits);
-		hwloc_bitmap_foreach_end();
-	}
-	env->nb_kinds = n;
-	env->kinds = kinds;
+	/* No topology loaded: no kinds known. */
+	ma_hw_env_from_topo(env, kinds, ma_rt.running || ma_hw.vp ? &ma_rt.topo : NULL);
 }
 
-/* The ancestor of VP v's leaf that has kind k, -1 if none. */
 static int ma_hw_item_of(unsigned v, enum ma_level_kind k)
 {
-	for (const struct ma_level *l = ma_rt.topo.vps[v].leaf; l; l = l->parent)
-		if (l->kinds & k)
-			return (int)l->index;
-	return -1;
+	return ma_hw_topo_item(&ma_rt.topo, v, k);
 }
 
 static struct ma_hw_target ma_hw_target_self(unsigned v)
 {
-	const struct ma_level *leaf = ma_rt.topo.vps[v].leaf;
-	return (struct ma_hw_target){
-		.vp = v,
-		.tid = (pid_t)syscall(SYS_gettid),
-		.cpu = ma_rt.topo.fake ? -1 : (int)ma_rt.topo.vps[v].pu_os,
-		.core = ma_hw_item_of(v, MA_LEVEL_CORE),
-		.cache = ma_hw_item_of(v, MA_LEVEL_L3),
-		.node = leaf ? leaf->numa : -1,
-		.kind = leaf ? leaf->cpukind : -1,
-	};
+	return ma_hw_target_of(&ma_rt.topo, v, (pid_t)syscall(SYS_gettid));
 }
 
 static int ma_hw_clamp(int level, const struct ma_hw_backend *b)

@@ -1,8 +1,9 @@
 /*
  * libmarcel-dlrb's decisions (dlrb/balance.c) on synthetic machines: the thesis's two
  * worked examples of the load balancer, few moves, the resource balancer's steps and
- * bounds, and the controller's iterations (placement first, an iteration without levels,
- * then levels; a phase change placed anew; nothing when balanced).
+ * bounds (hwprio's dlrb policy), and the controller's iterations (placement first, an
+ * iteration without levels, then levels; a phase change placed anew; nothing when
+ * balanced).
  */
 #include <check.h>
 #include <errno.h>
@@ -87,79 +88,135 @@ START_TEST(few_moves)
 }
 END_TEST
 
-/* The resource balancer: 25 against 99 (74 points: a double step) reaches the full width
- * at once; 30 points, one step; 20 or less, nothing. At the top, the other is lowered;
- * never beyond the range. */
+/* Runs the controller on one iteration's figures. */
+static struct ma_dlrb_decision step(struct ma_dlrb_ctl *c, const double *u, unsigned n, int *vp, int *lv, int lo,
+				    int hi)
+{
+	return ma_dlrb_step(c, &topo, u, n, vp, lv, lo, hi);
+}
+
+/* The resource balancer (hwprio's dlrb policy) on tasks already well placed: 25 against
+ * 99 (74 points: a double step) reaches the full width at once; 30 points, one step per
+ * iteration; 20 or less, nothing. Within smt-quiet's range (-2..0), the light one is
+ * lowered instead. */
 START_TEST(resource_steps)
 {
 	load("core:2 pu:2");
-	double vu[4] = { 0.25, 0.99, 0.60, 0.90 };
-	int lv[4] = { 0, 0, 0, 0 };
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 3);
+	double u[4] = { 0.25, 0.99, 0.60, 0.90 };
+	int vp[4] = { 0, 1, 2, 3 }, lv[4] = { 0 };
+	struct ma_dlrb_ctl c;
+	ma_dlrb_ctl_init(&c);
+	/* Iteration 1 seen; iteration 2 confirms the imbalance, so placed; already {25, 99}
+	 * and {60, 90}: nothing moves. */
+	struct ma_dlrb_decision d = step(&c, u, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed && !d.levels_changed && !c.unprioritised);
+	d = step(&c, u, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed && !d.levels_changed);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(vp[i], i);
+	ck_assert(c.unprioritised);
+	d = step(&c, u, 4, vp, lv, 0, 2);
+	ck_assert(d.levels_changed && !d.placed);
 	ck_assert_int_eq(lv[1], 2);
 	ck_assert_int_eq(lv[0], 0);
 	ck_assert_int_eq(lv[3], 1);
 	ck_assert_int_eq(lv[2], 0);
-	/* Again: core 0 at the top already; core 1's gap still above 20 points. */
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 1);
+	/* Core 1's gap still above 20 points: one more step; then the widths are reached. */
+	d = step(&c, u, 4, vp, lv, 0, 2);
 	ck_assert_int_eq(lv[3], 2);
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, lv, 0, 2), 0);
-	/* smt-quiet's range (-2..0): only lowering is possible. */
-	int q[4] = { 0, 0, 0, 0 };
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, q, -2, 0), 3);
+	d = step(&c, u, 4, vp, lv, 0, 2);
+	ck_assert(!d.levels_changed);
+	/* smt-quiet's range (-2..0): the same decisions, fitted by lowering. */
+	int q[4] = { 0 }, vq[4] = { 0, 1, 2, 3 };
+	ma_dlrb_ctl_init(&c);
+	step(&c, u, 4, vq, q, -2, 0);
+	step(&c, u, 4, vq, q, -2, 0);
+	step(&c, u, 4, vq, q, -2, 0);
 	ck_assert_int_eq(q[0], -2);
 	ck_assert_int_eq(q[1], 0);
 	ck_assert_int_eq(q[2], -1);
-	/* Balanced within 20 points: nothing. */
-	double even[4] = { 0.80, 0.95, 0.5, 0.5 };
-	int z[4] = { 0, 0, 0, 0 };
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, even, z, -2, 2), 0);
-	ma_topo_free(&topo);
-	/* No SMT: no pair, nothing. */
-	load("core:4");
-	ck_assert_uint_eq(ma_dlrb_levels(&topo, vu, z, -2, 2), 0);
+	ck_assert_int_eq(q[3], 0);
 	ma_topo_free(&topo);
 }
 END_TEST
 
-/* The controller on MetBench's figures: iteration 1 places, iteration 2 runs without
+/* No imbalance (within 20 points): nothing moves, no level, ever; tasks whose VP is not
+ * known stay unplaced. Without SMT, a core's tasks still form a domain (time-shared). */
+START_TEST(balanced_does_nothing)
+{
+	load("core:2 pu:2");
+	double even[4] = { 0.80, 0.95, 0.81, 0.90 };
+	int vp[4] = { -1, -1, -1, -1 }, lv[4] = { 0 };
+	struct ma_dlrb_ctl c;
+	ma_dlrb_ctl_init(&c);
+	for (int k = 0; k < 10; k++) {
+		struct ma_dlrb_decision d = step(&c, even, 4, vp, lv, -2, 2);
+		ck_assert(!d.placed && !d.levels_changed && !d.phase_change);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert(vp[i] == -1 && lv[i] == 0);
+	ck_assert_uint_eq(c.placements + c.level_changes + c.phase_changes, 0);
+	ma_topo_free(&topo);
+}
+END_TEST
+
+/* The controller on MetBench's figures with the ranks badly placed (both heavy ones on
+ * core 1): a noisy first iteration (imbalanced alone) moves nothing; iterations 2 and 3,
+ * imbalanced both, pair each heavy rank with a light one; iteration 4 runs without
  * levels, at its end the levels are set (the double step), then nothing changes while
- * the figures stay. MetBenchVar's swap (a heavy task falls to 25%) is a phase change:
- * placed anew, an iteration without levels, levels again. */
+ * the figures stay. MetBenchVar's swap (the heavy ranks fall to 25%), seen on two
+ * iterations, is a phase change: levels back to 0, placed anew, then levels again. */
 START_TEST(controller)
 {
 	load("core:2 pu:2");
-	struct ma_dlrb_ctl c = { 0 };
-	double u[4] = { 0.25, 0.99, 0.25, 0.99 };
+	struct ma_dlrb_ctl c;
+	ma_dlrb_ctl_init(&c);
+	double u[4] = { 0.25, 0.25, 0.99, 0.99 }, noisy[4] = { 0.95, 0.99, 0.60, 0.99 };
 	int vp[4] = { 0, 1, 2, 3 }, lv[4] = { 0, 0, 0, 0 };
-	struct ma_dlrb_decision d = ma_dlrb_step(&c, &topo, u, 4, vp, lv, 0, 2);
+	double even[4] = { 0.97, 0.99, 0.96, 0.99 };
+	struct ma_dlrb_decision d = step(&c, noisy, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed && !d.levels_changed);
+	d = step(&c, even, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed && !d.levels_changed);
+	ck_assert_uint_eq(c.placements, 0);
+	ma_dlrb_ctl_init(&c);
+	d = step(&c, u, 4, vp, lv, 0, 2);
+	ck_assert(!d.placed);
+	d = step(&c, u, 4, vp, lv, 0, 2);
 	ck_assert(d.placed);
+	ck_assert_uint_eq(c.placements, 1);
 	ck_assert(c.unprioritised);
-	ck_assert_int_ne(core_of(vp[1]), core_of(vp[3]));
+	ck_assert_int_ne(core_of(vp[2]), core_of(vp[3]));
+	ck_assert_int_ne(core_of(vp[0]), core_of(vp[1]));
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(lv[i], 0);
-	d = ma_dlrb_step(&c, &topo, u, 4, vp, lv, 0, 2);
+	d = step(&c, u, 4, vp, lv, 0, 2);
 	ck_assert(!d.placed && d.levels_changed);
-	ck_assert_int_eq(lv[1], 2);
+	ck_assert_int_eq(lv[2], 2);
 	ck_assert_int_eq(lv[3], 2);
-	ck_assert_int_eq(lv[0], 0);
+	ck_assert_int_eq(lv[0] + lv[1], 0);
 	/* Balanced by the levels: the light ones now above 95% is no phase change. */
-	double after[4] = { 0.97, 0.99, 0.96, 0.99 };
 	for (int k = 0; k < 5; k++) {
-		d = ma_dlrb_step(&c, &topo, after, 4, vp, lv, 0, 2);
+		d = step(&c, even, 4, vp, lv, 0, 2);
 		ck_assert(!d.placed && !d.levels_changed);
 	}
-	/* The swap: tasks 1 and 3 light now, 0 and 2 heavy. */
-	double swapped[4] = { 0.99, 0.25, 0.99, 0.25 };
-	d = ma_dlrb_step(&c, &topo, swapped, 4, vp, lv, 0, 2);
-	ck_assert(d.placed && d.levels_changed);
+	/* The swap: ranks 2 and 3 light now, 0 and 1 heavy. Seen once, only suspected. */
+	double swapped[4] = { 0.99, 0.99, 0.25, 0.25 };
+	d = step(&c, swapped, 4, vp, lv, 0, 2);
+	ck_assert(!d.phase_change && !d.placed);
+	d = step(&c, swapped, 4, vp, lv, 0, 2);
+	ck_assert(d.phase_change && d.levels_changed);
 	ck_assert_uint_eq(c.phase_changes, 1);
+	/* Each core still holds a heavy and a light rank: the placement stands. */
+	ck_assert(!d.placed);
+	ck_assert(c.unprioritised);
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(lv[i], 0);
-	d = ma_dlrb_step(&c, &topo, swapped, 4, vp, lv, 0, 2);
+	d = step(&c, swapped, 4, vp, lv, 0, 2);
 	ck_assert_int_eq(lv[0], 2);
-	ck_assert_int_eq(lv[2], 2);
-	ck_assert_int_eq(lv[1] + lv[3], 0);
+	ck_assert_int_eq(lv[1], 2);
+	ck_assert_int_eq(lv[2] + lv[3], 0);
+	ck_assert_uint_eq(c.placements, 1);
 	ma_topo_free(&topo);
 }
 END_TEST
@@ -183,6 +240,7 @@ int main(void)
 	tcase_add_test(tc, thesis_example_two);
 	tcase_add_test(tc, few_moves);
 	tcase_add_test(tc, resource_steps);
+	tcase_add_test(tc, balanced_does_nothing);
 	tcase_add_test(tc, controller);
 	tcase_add_test(tc, too_many);
 	suite_add_tcase(s, tc);

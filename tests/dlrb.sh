@@ -10,7 +10,13 @@
 # - the heavy rank's utilisation is above the light one's (loads 1 and 4);
 # - a program without iterations is reported as such;
 # - MARCEL_DLRB=off says nothing; a bad MARCEL_DLRB is named and the program still runs;
-#   MARCEL_DLRB_REPORT=FILE writes the report there.
+#   MARCEL_DLRB_REPORT=FILE writes the report there;
+# - balancing (the default): on a synthetic node of 2 cores of 2 hardware threads
+#   (MARCEL_TOPOLOGY, decided and reported, not bound), MetBench's 2 heavy ranks are
+#   placed on different cores, each beside a light one, and raised 2 levels above it;
+#   with no imbalance, or no iterations, nothing is decided; on this machine, ranks started
+#   with both heavy ones on one CPU are rebound so that each CPU has one heavy rank, and
+#   the checksum does not change; a bad or absent MARCEL_DLRB_HWPRIO backend is named.
 # Every mpirun runs under timeout, without standard input.
 set -u
 top_builddir=${top_builddir:-..}
@@ -56,8 +62,8 @@ run() {
 }
 
 # The awk pattern of the report's rows: from its header line to its verdict line, rows of
-# 9 fields (a sanitizer's tables after the report are not rows).
-rows='/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next } /^libmarcel-dlrb:/ { on = 0 } on && NF == 9 && /^ +[0-9]+ /'
+# 9 fields, 14 when balancing (a sanitizer's tables after the report are not rows).
+rows='/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next } /^libmarcel-dlrb:/ { on = 0 } on && (NF == 9 || NF == 14) && /^ +[0-9]+ /'
 
 checksum() {
 	printf '%s\n' "$1" | sed -n 's/^checksum //p'
@@ -103,12 +109,76 @@ run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB=off "$prog" --iters 10
 [ $st -eq 0 ] && ! printf '%s\n' "$out" | grep -q libmarcel-dlrb || bad "MARCEL_DLRB=off: status $st, or a report:
 $out"
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB=bogus "$prog" --iters 10
-[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB=bogus: expected off or observe" &&
+[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB=bogus: expected balance, observe or off" &&
 	[ -n "$(checksum "$out")" ] || bad "MARCEL_DLRB=bogus: status $st, or not named:
 $out"
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_REPORT="$work/report" "$prog" --iters 20
 [ $st -eq 0 ] && grep -q "^libmarcel-dlrb: 2 ranks" "$work/report" && ! printf '%s\n' "$out" | grep -q "^libmarcel-dlrb" ||
 	bad "MARCEL_DLRB_REPORT=FILE: status $st, or the report not in the file"
+
+# Balancing. The first placement of a node's log: "VP" of each local rank, by rank.
+placed() {
+	printf '%s\n' "$1" | awk '/placed \(local rank:VP/ { sub(/.* now /, ""); sub(/;.*/, ""); print; exit }'
+}
+# The last levels of a node's log, the same way.
+levels() {
+	printf '%s\n' "$1" | awk '/levels \(local rank:level\)/ { l = $0 } END { sub(/.*level\) /, "", l); print l }'
+}
+# Ranks started bound by a wrapper: the light ranks (0, 1) on CPU a, the heavy ones (2, 3)
+# on CPU b. Bound, the utilisations measured on this shared 2-CPU machine are steady.
+cpus=$(taskset -pc $$ 2>/dev/null | sed 's/.*: //')
+a=$(echo "$cpus" | tr ',-' '  ' | awk '{ print $1 }')
+b=$(echo "$cpus" | tr ',' '\n' | awk -F- 'NR == 1 && $2 != "" { print $1 + 1; exit } NR == 2 { print $1; exit }')
+if command -v taskset >/dev/null && [ -n "$a" ] && [ -n "$b" ]; then
+	printf '#!/bin/sh\ncase $((OMPI_COMM_WORLD_RANK / 2)) in 0) c=%s ;; *) c=%s ;; esac\nexec taskset -c $c "$@"\n' \
+		"$a" "$b" >"$work/bind.sh"
+	chmod +x "$work/bind.sh"
+	args="--loads 1,1,4,4 --unit 3000 --iters 40 --chunks-per-ms 2000"
+	# A synthetic node: decided and reported, not bound.
+	run 4 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$work/bind.sh" $prog $args
+	p=$(placed "$out")
+	l=$(levels "$out")
+	# VPs 2c and 2c+1 share core c: heavy 2 and 3 on different cores, light 0 and 1 too.
+	echo "$p" | awk '{ for (i = 1; i <= NF; i++) { split($i, x, ":"); c[x[1]] = int(x[2] / 2) } }
+		END { exit !(c[2] != c[3] && c[0] != c[1]) }' ||
+		bad "balance on core:2 pu:2: heavy ranks not on different cores, each beside a light one (placed: '$p'):
+$out"
+	[ "$l" = "0:0 1:0 2:2 3:2" ] || bad "balance on core:2 pu:2: last levels '$l', expected 0:0 1:0 2:2 3:2:
+$out"
+	printf '%s\n' "$out" | grep -q "binding off (not this machine)" || bad "balance on core:2 pu:2: bound ranks:
+$out"
+	# This machine: rebound, each CPU runs a heavy rank; the checksum does not change.
+	run 4 "$work/bind.sh" "$prog" $args
+	plain=$(checksum "$out")
+	run 4 -x LD_PRELOAD="$preload" "$work/bind.sh" "$prog" $args
+	[ $st -eq 0 ] && [ -n "$plain" ] && [ "$(checksum "$out")" = "$plain" ] ||
+		bad "balance, this machine: status $st, or checksum $(checksum "$out") against $plain"
+	printf '%s\n' "$out" | awk "$rows"' { cpu[$1] = $11 } END { exit !(cpu[2] != cpu[3] && cpu[0] != cpu[1]) }' ||
+		bad "balance, this machine: the heavy ranks, or the light ones, ended on one CPU:
+$out"
+else
+	echo "dlrb: placement part skipped: no taskset, or fewer than 2 CPUs allowed ($cpus)"
+fi
+# No imbalance: 2 ranks of equal loads, each with a CPU of its own (rank-to-CPU time
+# sharing makes the utilisations of 4 swing with the kernel's order).
+run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" $prog --loads 1 --unit 3000 --iters 40
+printf '%s\n' "$out" | grep -q "^  0 decisions over [1-9][0-9]* iterations" ||
+	bad "balance, no imbalance: decisions taken, or no iteration:
+$out"
+run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$prog" --no-iterations --iters 30
+printf '%s\n' "$out" | grep -q "^  0 decisions over" || bad "balance, no iterations: decisions taken:
+$out"
+run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_HWPRIO=bogus "$prog" --iters 10
+[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB_HWPRIO=bogus: 'bogus' is not a backend" ||
+	bad "MARCEL_DLRB_HWPRIO=bogus: status $st, or not named:
+$out"
+# uclamp is absent where the kernel lacks CONFIG_UCLAMP_TASK (this VM): named as such.
+if [ ! -e /proc/sys/kernel/sched_util_clamp_min ]; then
+	run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_HWPRIO=uclamp "$prog" --iters 10
+	[ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB_HWPRIO: backend uclamp is absent" ||
+		bad "MARCEL_DLRB_HWPRIO=uclamp on a kernel without it: status $st, or not named:
+$out"
+fi
 
 # hpcc, unmodified, on 4 ranks: its own checks pass with the library loaded.
 getter=$(dirname "$0")/mpi-thirdparty/get-and-build.sh

@@ -66,6 +66,8 @@ struct ma_topo_options {
 	unsigned maxarity;        /* >= 2; levels wider than this get intermediate groups */
 	unsigned nvp;             /* 0: one per core (per PU with smt) */
 	int smt;                  /* one VP per PU instead of per core */
+	hwloc_const_cpuset_t within; /* this machine: its PUs (OS indexes) to use; NULL: those the
+				      process is bound to (all if it is not) */
 };
 
 struct ma_topo {

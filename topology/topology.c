@@ -99,16 +99,20 @@ static int add_description(struct ma_topo *t, const char *backend, const char *w
 /* A process started bound to part of the machine (mpirun --bind-to, taskset, a batch
  * system's cpuset) sees that part only: its VPs, one per core, then take its cores, not
  * those of the process beside it, which has its own VP 0 on the machine's first core. */
-static void restrict_to_binding(struct ma_topo *t)
+static void restrict_to_binding(struct ma_topo *t, hwloc_const_cpuset_t within)
 {
 	hwloc_bitmap_t bound = hwloc_bitmap_alloc();
-	if (bound && hwloc_get_cpubind(t->hw, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
+	if (bound && within)
+		hwloc_bitmap_and(bound, within, hwloc_topology_get_topology_cpuset(t->hw));
+	else if (bound && hwloc_get_cpubind(t->hw, bound, HWLOC_CPUBIND_PROCESS))
+		hwloc_bitmap_zero(bound);
+	if (bound && !hwloc_bitmap_iszero(bound) &&
 	    !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(t->hw), bound))
 		hwloc_topology_restrict(t->hw, bound, 0);
 	hwloc_bitmap_free(bound);
 }
 
-static int load_hwloc(struct ma_topo *t, const char *spec, char *err, size_t errlen)
+static int load_hwloc(struct ma_topo *t, const char *spec, hwloc_const_cpuset_t within, char *err, size_t errlen)
 {
 	char *synth;
 	int ret;
@@ -175,7 +179,7 @@ static int load_hwloc(struct ma_topo *t, const char *spec, char *err, size_t err
 	/* HWLOC_XMLFILE or HWLOC_SYNTHETIC in the environment make hwloc describe another machine. */
 	t->fake = !hwloc_topology_is_thissystem(t->hw);
 	if (!t->fake)
-		restrict_to_binding(t);
+		restrict_to_binding(t, within);
 	return 0;
 }
 
@@ -271,7 +275,7 @@ int ma_topo_load(struct ma_topo *t, const struct ma_topo_options *opt, char *err
 	}
 	while (base && base_len && base[base_len - 1] == ' ')
 		base[--base_len] = '\0';
-	ret = load_hwloc(t, base, err, errlen);
+	ret = load_hwloc(t, base, opt->within, err, errlen);
 	free(base);
 	if (!ret) {
 		ret = count_objects(t);

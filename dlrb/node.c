@@ -1,0 +1,312 @@
+/*
+ * Balancing node by node (MARCEL_DLRB=balance). The ranks of a node (MPI_COMM_TYPE_SHARED)
+ * share one segment, an MPI shared-memory window: each posts its iterations'
+ * utilisations there, and the last rank to post an iteration every rank has posted runs
+ * the controller (balance.c) on them and publishes the decision; each rank carries out
+ * its part after its next MPI call returns (act.c). No rank ever waits for another here:
+ * the segment is read and written with atomics, and a rank that finds another deciding
+ * goes on (that one sees its figures).
+ *
+ * A figure measured while the previous decision was being carried out mixes two
+ * placements: each post says which decision it ran under, and only figures of the
+ * current one are decided on.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ma_dlrb.h"
+#include "ma_dlrb_act.h"
+#include "ma_dlrb_balance.h"
+
+#define MA_DLRB_LOG 8192 /* the node's log of decisions, sent with the report */
+
+struct ma_dlrb_post {
+	_Atomic unsigned long seq; /* iterations posted; odd while being written */
+	double util;               /* the last one's utilisation */
+	unsigned gen;              /* the decision it ran under */
+};
+
+/* The node's segment (in the window of its local rank 0). */
+struct ma_dlrb_shm {
+	atomic_int deciding;
+	_Atomic unsigned gen; /* decisions published */
+	unsigned n;
+	unsigned long used[MA_DLRB_MAX_TASKS]; /* each rank's posts decided on */
+	int vp[MA_DLRB_MAX_TASKS], level[MA_DLRB_MAX_TASKS], top[MA_DLRB_MAX_TASKS];
+	struct ma_dlrb_post post[MA_DLRB_MAX_TASKS];
+	struct ma_dlrb_ctl ctl;
+	unsigned log_len;
+	char log[MA_DLRB_LOG];
+};
+
+struct ma_dlrb_node {
+	MPI_Comm comm;
+	int me, n;
+	MPI_Win win;
+	struct ma_dlrb_shm *shm;
+	struct ma_topo topo;
+	char topo_name[64];
+	unsigned gen;    /* the decision this rank carried out last */
+	unsigned it_gen; /* the one in force when its current iteration began */
+	unsigned long posted;
+	int skipped_first;
+	struct ma_dlrb_act act;
+};
+
+/* Appends to the node's log (the decider holds `deciding`). */
+__attribute__((format(printf, 2, 3))) static void ma_dlrb_log(struct ma_dlrb_shm *s, const char *fmt, ...)
+{
+	if (s->log_len >= MA_DLRB_LOG - 1)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(s->log + s->log_len, MA_DLRB_LOG - s->log_len, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		s->log_len = s->log_len + (unsigned)k < MA_DLRB_LOG ? s->log_len + (unsigned)k : MA_DLRB_LOG - 1;
+}
+
+static void ma_dlrb_node_free(struct ma_dlrb_node *nd)
+{
+	if (nd->win != MPI_WIN_NULL) {
+		PMPI_Win_unlock_all(nd->win);
+		PMPI_Win_free(&nd->win);
+	}
+	if (nd->comm != MPI_COMM_NULL)
+		PMPI_Comm_free(&nd->comm);
+	if (nd->topo.nb_vps)
+		ma_topo_free(&nd->topo);
+	free(nd);
+}
+
+int ma_dlrb_node_start(struct ma_dlrb *d)
+{
+	struct ma_dlrb_node *nd = calloc(1, sizeof(*nd));
+	if (!nd) {
+		fprintf(stderr, "libmarcel-dlrb: rank %d: out of memory; observing only\n", d->rank);
+		return -1;
+	}
+	nd->comm = MPI_COMM_NULL;
+	nd->win = MPI_WIN_NULL;
+	/* The node's ranks, in the order of MPI_COMM_WORLD. Every call below is collective
+	 * on the node, so each rank makes them all, failing or not, and they agree at the
+	 * end on whether balancing starts. */
+	int ok = PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &nd->comm) ==
+		 MPI_SUCCESS;
+	if (!ok) {
+		fprintf(stderr, "libmarcel-dlrb: rank %d: cannot find the ranks of its node; observing only\n", d->rank);
+		free(nd);
+		return -1;
+	}
+	PMPI_Comm_set_errhandler(nd->comm, MPI_ERRORS_RETURN);
+	PMPI_Comm_rank(nd->comm, &nd->me);
+	PMPI_Comm_size(nd->comm, &nd->n);
+	/* The node's PUs: those any of its ranks may run on (mpirun's binding, or a batch
+	 * system's cpuset), not only this rank's. */
+	cpu_set_t cpus, node_cpus;
+	CPU_ZERO(&node_cpus);
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
+		CPU_ZERO(&cpus);
+	PMPI_Allreduce(cpus.__bits, node_cpus.__bits, (int)(sizeof(cpus) / sizeof(cpus.__bits[0])), MPI_UNSIGNED_LONG,
+		       MPI_BOR, nd->comm);
+	hwloc_bitmap_t within = hwloc_bitmap_alloc();
+	for (int c = 0; within && c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &node_cpus))
+			hwloc_bitmap_set(within, (unsigned)c);
+	char err[256] = "";
+	const char *spec = getenv("MARCEL_TOPOLOGY");
+	struct ma_topo_options opt = { .spec = spec && *spec ? spec : NULL, .maxarity = 8, .smt = 1,
+				       .within = within && !hwloc_bitmap_iszero(within) ? within : NULL };
+	int mine = ma_topo_load(&nd->topo, &opt, err, sizeof(err)) == 0;
+	hwloc_bitmap_free(within);
+	if (!mine)
+		fprintf(stderr, "libmarcel-dlrb: rank %d: MARCEL_TOPOLOGY=%s: %s; observing only\n", d->rank,
+			spec ? spec : "", err);
+	else if (nd->n > MA_DLRB_MAX_TASKS) {
+		fprintf(stderr, "libmarcel-dlrb: %d ranks on one node: at most %d are balanced; observing only\n", nd->n,
+			MA_DLRB_MAX_TASKS);
+		mine = 0;
+	}
+	snprintf(nd->topo_name, sizeof(nd->topo_name), "%s", opt.spec ? opt.spec : "this machine");
+	struct ma_dlrb_shm *base = NULL;
+	mine = mine && PMPI_Win_allocate_shared(nd->me == 0 ? (MPI_Aint)sizeof(struct ma_dlrb_shm) : 0, 1,
+						MPI_INFO_NULL, nd->comm, &base, &nd->win) == MPI_SUCCESS;
+	if (nd->win != MPI_WIN_NULL) {
+		MPI_Aint size;
+		int unit;
+		if (PMPI_Win_shared_query(nd->win, 0, &size, &unit, &nd->shm) != MPI_SUCCESS ||
+		    size < (MPI_Aint)sizeof(struct ma_dlrb_shm))
+			nd->shm = NULL;
+		PMPI_Win_lock_all(MPI_MODE_NOCHECK, nd->win);
+	}
+	mine = mine && nd->shm;
+	int all = 0;
+	PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, nd->comm);
+	if (!all) {
+		if (mine)
+			fprintf(stderr, "libmarcel-dlrb: rank %d: a rank of its node cannot balance; observing only\n",
+				d->rank);
+		else if (!nd->shm && nd->topo.nb_vps)
+			fprintf(stderr, "libmarcel-dlrb: rank %d: no shared memory with its node's ranks; observing only\n",
+				d->rank);
+		ma_dlrb_node_free(nd);
+		return -1;
+	}
+	struct ma_dlrb_shm *s = nd->shm;
+	if (nd->me == 0) {
+		memset(s, 0, sizeof(*s));
+		ma_dlrb_ctl_init(&s->ctl);
+		s->n = (unsigned)nd->n;
+		ma_dlrb_log(s, "libmarcel-dlrb: node of rank %d: %d ranks on %s (%u hardware threads), binding %s\n",
+			    d->rank, nd->n, nd->topo_name, nd->topo.nb_vps, nd->topo.fake ? "off (not this machine)" : "on");
+	}
+	PMPI_Barrier(nd->comm);
+	/* The backends start per rank: each acts on its own process. */
+	ma_dlrb_act_start(&nd->act, &nd->topo, !nd->topo.fake, getenv("MARCEL_DLRB_HWPRIO"), d->rank);
+	s->vp[nd->me] = nd->act.vp;
+	PMPI_Barrier(nd->comm);
+	d->node = nd;
+	return 0;
+}
+
+/* Reads rank i's last post: 0 if it is being written. */
+static int ma_dlrb_read_post(struct ma_dlrb_post *p, unsigned long *seq, double *util, unsigned *gen)
+{
+	unsigned long a = atomic_load_explicit(&p->seq, memory_order_acquire);
+	if (a & 1)
+		return 0;
+	*util = p->util;
+	*gen = p->gen;
+	atomic_thread_fence(memory_order_acquire);
+	*seq = a;
+	return atomic_load_explicit(&p->seq, memory_order_relaxed) == a;
+}
+
+static void ma_dlrb_log_list(struct ma_dlrb_shm *s, const char *what, const int *x)
+{
+	ma_dlrb_log(s, " %s", what);
+	for (unsigned i = 0; i < s->n; i++)
+		ma_dlrb_log(s, " %u:%d", i, x[i]);
+}
+
+/* The caller holds `deciding`: decides if every rank posted an iteration run under the
+ * current decision. */
+static void ma_dlrb_decide(struct ma_dlrb_node *nd)
+{
+	struct ma_dlrb_shm *s = nd->shm;
+	unsigned n = s->n, gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+	double *util = malloc(n * sizeof(*util));
+	unsigned long *seq = malloc(n * sizeof(*seq));
+	int *was = malloc(n * sizeof(*was)), *vp = malloc(n * sizeof(*vp)), *level = malloc(n * sizeof(*level));
+	if (!util || !seq || !was || !vp || !level)
+		goto out;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned g;
+		if (!ma_dlrb_read_post(&s->post[i], &seq[i], &util[i], &g) || seq[i] <= s->used[i] || g != gen)
+			goto out;
+	}
+	memcpy(s->used, seq, n * sizeof(*seq));
+	/* Decided on copies, then published: the ranks read vp[] and level[] meanwhile. A rank
+	 * that reads while they are written sees the generation change again and reads anew. */
+	memcpy(was, s->vp, n * sizeof(*was));
+	memcpy(vp, s->vp, n * sizeof(*vp));
+	memcpy(level, s->level, n * sizeof(*level));
+	struct ma_dlrb_decision dc = ma_dlrb_step(&s->ctl, &nd->topo, util, n, vp, level, 0, MA_HW_LEVEL_MAX);
+	if (!dc.placed && !dc.levels_changed && !dc.phase_change)
+		goto out;
+	memcpy(s->vp, vp, n * sizeof(*vp));
+	memcpy(s->level, level, n * sizeof(*level));
+	for (unsigned i = 0; i < n; i++)
+		s->top[i] = ma_hw_domain_top(s->ctl.slot, n, i);
+	ma_dlrb_log(s, "  iteration %u of the node: utilisation%% (local rank:%%)", s->ctl.iterations);
+	for (unsigned i = 0; i < n; i++)
+		ma_dlrb_log(s, " %u:%.0f", i, 100 * util[i]);
+	ma_dlrb_log(s, "\n   ");
+	if (dc.phase_change)
+		ma_dlrb_log(s, " phase change;");
+	if (dc.placed) {
+		ma_dlrb_log_list(s, "placed (local rank:VP, was", was);
+		ma_dlrb_log(s, ") now");
+		ma_dlrb_log_list(s, "", s->vp);
+		ma_dlrb_log(s, ";");
+	}
+	if (dc.levels_changed)
+		ma_dlrb_log_list(s, "levels (local rank:level)", s->level);
+	ma_dlrb_log(s, "\n");
+	atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+out:
+	free(util);
+	free(seq);
+	free(was);
+	free(vp);
+	free(level);
+}
+
+void ma_dlrb_node_poll(struct ma_dlrb *d)
+{
+	struct ma_dlrb_node *nd = d->node;
+	unsigned g = atomic_load_explicit(&nd->shm->gen, memory_order_acquire);
+	if (g != nd->gen) {
+		nd->gen = g;
+		/* A later decision may be written meanwhile: what is read is at least g's. */
+		ma_dlrb_act_set(&nd->act, nd->shm->vp[nd->me], nd->shm->level[nd->me], nd->shm->top[nd->me]);
+	}
+	if (nd->act.self)
+		ma_dlrb_act_self(&nd->act);
+}
+
+void ma_dlrb_node_post(struct ma_dlrb *d, double u)
+{
+	struct ma_dlrb_node *nd = d->node;
+	struct ma_dlrb_shm *s = nd->shm;
+	struct ma_dlrb_post *p = &s->post[nd->me];
+	/* The first iteration runs from MPI_Init: the program's set-up is in it. */
+	if (!nd->skipped_first) {
+		nd->skipped_first = 1;
+		return;
+	}
+	atomic_store_explicit(&p->seq, 2 * nd->posted + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	p->util = u;
+	p->gen = nd->it_gen;
+	nd->posted++;
+	atomic_store_explicit(&p->seq, 2 * nd->posted, memory_order_release);
+	/* The last to post decides; one that finds another deciding leaves it to that one,
+	 * which reads its post after taking the flag. */
+	if (!atomic_exchange_explicit(&s->deciding, 1, memory_order_acquire)) {
+		ma_dlrb_decide(nd);
+		atomic_store_explicit(&s->deciding, 0, memory_order_release);
+	}
+	ma_dlrb_node_poll(d);
+	nd->it_gen = nd->gen;
+}
+
+void ma_dlrb_node_finish(struct ma_dlrb *d, char **log)
+{
+	struct ma_dlrb_node *nd = d->node;
+	*log = NULL;
+	if (!nd)
+		return;
+	d->node = NULL;
+	d->r.vp_last = nd->act.vp;
+	d->r.level_last = nd->act.level;
+	d->r.moves = nd->act.moves;
+	ma_dlrb_act_finish(&nd->act);
+	/* Every rank is done deciding before the leader reads the log. */
+	PMPI_Barrier(nd->comm);
+	if (nd->me == 0) {
+		struct ma_dlrb_shm *s = nd->shm;
+		const struct ma_dlrb_ctl *c = &s->ctl;
+		ma_dlrb_log(s, "  %u decisions over %u iterations: placements that moved ranks %u, phase changes %u, "
+			       "level changes %u%s\n",
+			    atomic_load(&s->gen), c->iterations, c->placements, c->phase_changes, c->level_changes,
+			    c->iterations ? "" : " (no iteration that every rank of the node reached)");
+		*log = strndup(s->log, s->log_len);
+	}
+	ma_dlrb_node_free(nd);
+}
