@@ -4,7 +4,7 @@
  * figures and the decisions taken on them (node.c), and this rank carrying out its part
  * (act.c: binding, hwprio's backends). The library is a plain MPI client: no marcel
  * runtime in it; it uses the topology module, hwprio's policy and backends, and the
- * balancer's pure decisions (balance.c).
+ * balancer's pure decisions (hwprio/dlrb_balance.c).
  */
 #ifndef MA_DLRB_H
 #define MA_DLRB_H

@@ -2,8 +2,8 @@
  * Balancing node by node (MARCEL_DLRB=balance). The ranks of a node (MPI_COMM_TYPE_SHARED)
  * share one segment, an MPI shared-memory window: each posts its iterations'
  * utilisations there, and the last rank to post an iteration every rank has posted runs
- * the controller (balance.c) on them and publishes the decision; each rank carries out
- * its part after its next MPI call returns (act.c). No rank ever waits for another here:
+ * the controller (hwprio/dlrb_balance.c) on them and publishes the decision; each rank
+ * carries out its part after its next MPI call returns (act.c). No rank ever waits for another here:
  * the segment is read and written with atomics, and a rank that finds another deciding
  * goes on (that one sees its figures).
  *

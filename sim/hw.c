@@ -7,7 +7,8 @@
  * effect at once (the model has no switch to wait for).
  *
  * With static levels (the seeds' hand-set priorities), a VP has the level of the thread
- * it runs, and no policy runs.
+ * it runs, and no policy runs; so with libmarcel-dlrb's balancer (balance.c), which
+ * decides per thread.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,11 +21,17 @@ int sim_hw_level_of(const struct sim *s, unsigned v)
 		const struct sim_ent *t = s->vp[v].cur;
 		return t && s->c->static_level ? s->c->static_level[t->index] : 0;
 	}
+	if (s->c->hw == SIM_HW_BALANCE) {
+		const struct sim_ent *t = s->vp[v].cur;
+		return t && s->dlevel ? s->dlevel[t->index] : 0;
+	}
 	return s->vp[v].level;
 }
 
 int sim_hw_start(struct sim *s)
 {
+	if (s->c->hw == SIM_HW_BALANCE)
+		return sim_balance_start(s);
 	if (s->c->hw != SIM_HW_POLICY)
 		return 0;
 	unsigned n = s->nv;
@@ -45,6 +52,7 @@ int sim_hw_start(struct sim *s)
 
 void sim_hw_stop(struct sim *s)
 {
+	sim_balance_stop(s);
 	free(s->st.slot);
 	free(s->samples);
 	free(s->pooled);
@@ -77,6 +85,8 @@ void sim_hw_iteration(struct sim *s)
 	s->iterations++;
 	if (s->c->snapshot && !s->snapshot_done && s->c->snapshot_at < 0)
 		sim_snapshot(s);
+	if (s->c->hw == SIM_HW_BALANCE)
+		sim_balance_iteration(s);
 	if (s->c->hw != SIM_HW_POLICY)
 		return;
 	double wall = s->now - s->iter_start;

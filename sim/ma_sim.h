@@ -144,6 +144,7 @@ enum sim_hw_mode {
 	SIM_HW_OFF,       /* no levels */
 	SIM_HW_STATIC,    /* levels given by hand, per thread (the seeds' static priorities) */
 	SIM_HW_POLICY,    /* hwprio's policy, as MARCEL_HWPRIO_POLICY */
+	SIM_HW_BALANCE,   /* libmarcel-dlrb: threads (ranks) placed, and levels per thread */
 };
 
 struct sim_config {

@@ -8,6 +8,7 @@
 #define MA_SIM_INT_H
 
 #include "ma_sim.h"
+#include "ma_dlrb_balance.h"
 
 #define SIM_BUBBLE_TAG (UINT64_C(1) << 63) /* as marcel's bubble uids */
 #define SIM_LIST_MAX 8192                  /* decisions a hook may append */
@@ -137,6 +138,10 @@ struct sim {
 	uint64_t *unit;
 	int *fit;
 	double *cpu_mark;           /* per thread, CPU time at the last iteration */
+	/* --hwprio balance (balance.c): libmarcel-dlrb's controller, per thread (rank) */
+	struct ma_dlrb_ctl *dctl;
+	double *dutil;
+	int *dvp, *dlevel;
 	double iter_start;
 	int iter_barrier;           /* the barrier whose rounds are iterations, -1: none yet */
 	/* Without barriers, an exchange round every thread has passed is an iteration. */
@@ -181,6 +186,8 @@ int sim_queue_sees(const struct sim *s, int q, unsigned v);
 int sim_parent_queue(const struct sim *s, int q);
 int sim_queue_within(const struct sim *s, int q, int anc);
 void sim_execute(struct sim *s, const struct ma_dlist *l);
+/* Thread t bound to VP v from now on (libmarcel-dlrb's rebinding of a rank). */
+void sim_pin_move(struct sim *s, struct sim_ent *t, unsigned v);
 
 /* view.c */
 int sim_view_build(struct sim *s, struct ma_view *v, struct sim_ent *root, int self_vp, unsigned flags);
@@ -194,6 +201,9 @@ int sim_hw_start(struct sim *s);
 void sim_hw_iteration(struct sim *s);
 void sim_hw_stop(struct sim *s);
 int sim_hw_level_of(const struct sim *s, unsigned v);
+int sim_balance_start(struct sim *s);
+void sim_balance_iteration(struct sim *s);
+void sim_balance_stop(struct sim *s);
 
 /* snapshot.c */
 int sim_snapshot_write(struct sim *s, FILE *out);

@@ -23,8 +23,9 @@ static void usage(FILE *out)
 		"                    \"; cpukinds=PUS@MHZ/PUS@MHZ\" for core kinds, slowest first)\n"
 		"  --workload SPEC   NAME[:KEY=VALUE...]; --list shows the workloads and keys\n"
 		"  --strategy A[,B]  marcel strategies to compare (default: null)\n"
-		"  --hwprio P[,Q]    off, dlrb, uniform, adaptive, or static=L/L/... (a level per\n"
-		"                    thread); several to compare (default: off)\n"
+		"  --hwprio P[,Q]    off, dlrb, uniform, adaptive, static=L/L/... (a level per\n"
+		"                    thread), or balance (libmarcel-dlrb: each thread a rank, placed\n"
+		"                    and given levels); several to compare (default: off)\n"
 		"  --seed N          the run's seed (default 1)\n"
 		"  --trace FILE      the first run's trace, in MARCEL_TRACE's format\n"
 		"  --snapshot FILE   the first run's scheduler state, in marcel_sched_snapshot_json's\n"
@@ -123,9 +124,14 @@ static int parse_hw(char *spec, struct hw_choice *c, unsigned nb_threads)
 		}
 		return 0;
 	}
+	if (!strcmp(spec, "balance")) {
+		c->mode = SIM_HW_BALANCE;
+		return 0;
+	}
 	c->mode = SIM_HW_POLICY;
 	if (ma_hw_policy_find(spec, &c->policy)) {
-		fprintf(stderr, "marcel-sim: --hwprio %s: expected off, dlrb, uniform, adaptive or static=L/L/...\n", spec);
+		fprintf(stderr, "marcel-sim: --hwprio %s: expected off, dlrb, uniform, adaptive, balance or static=L/L/...\n",
+			spec);
 		return -1;
 	}
 	return 0;

@@ -322,6 +322,8 @@ static int sim_place(struct sim *s, struct sim_ent *b, int q, unsigned flags)
 	return 1;
 }
 
+static void sim_requeue(struct sim *s, struct sim_ent *e, int q);
+
 /* MOVE and STEAL: a queued entity to queue q; a thread running or blocked keeps its new
  * queue for when it waits again. */
 static int sim_move(struct sim *s, struct sim_ent *e, int q, int from, unsigned flags)
@@ -345,6 +347,14 @@ static int sim_move(struct sim *s, struct sim_ent *e, int q, int from, unsigned 
 		e->stray = 1;
 	if (flags & MA_D_UNSTRAY)
 		e->stray = 0;
+	sim_requeue(s, e, q);
+	return 1;
+}
+
+/* e's queue is q from now on: queued, it moves there now; running on a VP that does not
+ * see q, it leaves at its time slice's end. */
+static void sim_requeue(struct sim *s, struct sim_ent *e, int q)
+{
 	e->item = q;
 	if (e->queue >= 0) {
 		sim_dequeue(s, e);
@@ -357,7 +367,15 @@ static int sim_move(struct sim *s, struct sim_ent *e, int q, int from, unsigned 
 		e->move_req = 1;
 		sim_arm_slice(s, (unsigned)e->vp);
 	}
-	return 1;
+}
+
+void sim_pin_move(struct sim *s, struct sim_ent *t, unsigned v)
+{
+	int q = (int)(s->nl + v % s->nv);
+	if (t->fixed_item == q)
+		return;
+	t->fixed_item = q;
+	sim_requeue(s, t, q);
 }
 
 /* ---- carrying decisions out ---- */

@@ -108,6 +108,46 @@ START_TEST(calibration_metbench_held_out)
 }
 END_TEST
 
+/* libmarcel-dlrb's balancer (--hwprio balance: the same ma_dlrb_step as the library)
+ * on the seeds' runs, predicted: MetBench paired as the seed ran it gets the levels from
+ * the first iteration (the seed's static priorities gained 13.30%); BT-MZ from the
+ * thesis's baseline (rank i on CPU i: both light ranks on one core) is re-paired, then
+ * prioritised (the seed's hand pairing with static priorities gained 16.15%); MetBench
+ * with both heavy ranks on one core is re-paired, and gains more than the seed's runs
+ * could. */
+START_TEST(calibration_dlrb_balance)
+{
+	struct sim_machine m;
+	power5(&m);
+	struct sim_result base = run(&m, METBENCH ":iters=10", "null", SIM_HW_OFF, 0, NULL, 4);
+	struct sim_result bal = run(&m, METBENCH ":iters=10", "null", SIM_HW_BALANCE, 0, NULL, 4);
+	double imp = improvement(base.makespan, bal.makespan);
+	ck_assert_msg(fabs(imp - 13.30) <= 2, "MetBench balanced %.2f s: %.2f%% better, the seed's static 13.30%%",
+		      bal.makespan, imp);
+	sim_result_free(&base);
+	sim_result_free(&bal);
+	const char *bt = "btmz:pin=0,1,2,3:unit=0.6128:mem=0.55";
+	base = run(&m, bt, "null", SIM_HW_OFF, 0, NULL, 4);
+	bal = run(&m, bt, "null", SIM_HW_BALANCE, 0, NULL, 4);
+	ck_assert_msg(fabs(base.makespan - 94.97) < 0.5, "BT-MZ baseline %.2f s, the seed's 94.97 s", base.makespan);
+	imp = improvement(base.makespan, bal.makespan);
+	ck_assert_msg(fabs(imp - 16.15) <= 2, "BT-MZ balanced %.2f s: %.2f%% better, the seed's static 16.15%%",
+		      bal.makespan, imp);
+	/* The heaviest rank (3) and the lightest (0) end on one core. */
+	ck_assert_int_eq(bal.thread[3].last_vp / 2, bal.thread[0].last_vp / 2);
+	sim_result_free(&base);
+	sim_result_free(&bal);
+	const char *bad = "metbench:ranks=4:loads=0.1358,0.1358,1,1:unit=7.065:pin:iters=10";
+	base = run(&m, bad, "null", SIM_HW_OFF, 0, NULL, 4);
+	bal = run(&m, bad, "null", SIM_HW_BALANCE, 0, NULL, 4);
+	imp = improvement(base.makespan, bal.makespan);
+	ck_assert_msg(imp > 35, "MetBench, heavy ranks on one core: balanced %.2f%% better only", imp);
+	ck_assert_int_ne(bal.thread[2].last_vp / 2, bal.thread[3].last_vp / 2);
+	sim_result_free(&base);
+	sim_result_free(&bal);
+}
+END_TEST
+
 /* The decode rule: the higher context of a core gets more, the lower less, and equal
  * levels split evenly; a context alone on its core runs at 1. */
 START_TEST(power5_decode_rule)
@@ -372,6 +412,7 @@ int main(void)
 	tcase_add_test(tc, power5_decode_rule);
 	tcase_add_test(tc, calibration_metbench_fitted);
 	tcase_add_test(tc, calibration_metbench_held_out);
+	tcase_add_test(tc, calibration_dlrb_balance);
 	tcase_add_test(tc, stencil_numa_ranking);
 	tcase_add_test(tc, this_machine_imbalanced_conduction);
 	tcase_add_test(tc, every_strategy_ends);

@@ -182,6 +182,29 @@ static int ma_dlrb_imbalanced(const double *util, unsigned n)
 	return mx - mn > MA_DLRB_THRESHOLD;
 }
 
+/* Places the tasks anew if they are imbalanced: 1 if some task moved (then the policy
+ * starts afresh, and the next iteration, without levels, measures the placement). */
+static int ma_dlrb_replace(struct ma_dlrb_ctl *c, const struct ma_topo *t, const double *util, unsigned n, int *vp)
+{
+	if (!ma_dlrb_imbalanced(util, n))
+		return 0;
+	int *to = malloc((n ? n : 1) * sizeof(*to)), moved = 0;
+	if (to && ma_dlrb_place(t, util, n, vp, to) == 0)
+		for (unsigned i = 0; i < n; i++)
+			if (to[i] != vp[i]) {
+				vp[i] = to[i];
+				moved = 1;
+			}
+	free(to);
+	if (!moved)
+		return 0;
+	c->placements++;
+	ma_dlrb_policy_reset(c, t, vp, n);
+	c->st.slot = c->slot;
+	c->unprioritised = 1;
+	return 1;
+}
+
 struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo *t, const double *util, unsigned n,
 				     int *vp, int *level, int lo, int hi)
 {
@@ -192,42 +215,28 @@ struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo
 		ma_dlrb_policy_reset(c, t, vp, n);
 	c->st.slot = c->slot; /* see struct ma_dlrb_ctl: no pointer kept between calls */
 	c->iterations++;
-	int imbalanced = ma_dlrb_imbalanced(util, n);
+	c->unprioritised = 0;
 	/* The first placement waits for a second iteration to confirm the imbalance: one
-	 * where the kernel kept a rank off its processor must not move the node. */
-	if (c->iterations == 1) {
+	 * where the kernel kept a task off its processor must not move the node. */
+	int imbalanced = ma_dlrb_imbalanced(util, n);
+	if (c->iterations == 1)
 		c->imbalanced_first = (unsigned char)imbalanced;
-		return d;
-	}
-	int place = c->iterations == 2 && imbalanced && c->imbalanced_first;
-	if (!place) {
+	else if (c->iterations == 2 && imbalanced && c->imbalanced_first)
+		d.placed = ma_dlrb_replace(c, t, util, n, vp);
+	/* Unless tasks moved, this iteration measured the placement in force: the policy
+	 * judges it (a placement that moved nothing costs no iteration). */
+	if (!d.placed) {
 		/* An unmeasured task idles as far as the policy knows: run 0, wait 0. */
 		struct ma_hw_sample s[n ? n : 1];
 		for (unsigned i = 0; i < n; i++)
 			s[i] = util[i] >= 0 ? (struct ma_hw_sample){ util[i], 1 - util[i] } : (struct ma_hw_sample){ 0, 0 };
-		int f = ma_hw_policy_step(&c->params, &c->st, s);
-		if (f & MA_HWP_PHASE) {
+		if (ma_hw_policy_step(&c->params, &c->st, s) & MA_HWP_PHASE) {
 			c->phase_changes++;
 			d.phase_change = 1;
-			place = 1;
+			/* The policy's levels are 0 for the next iteration, measured as it is. */
+			c->unprioritised = 1;
+			d.placed = ma_dlrb_replace(c, t, util, n, vp);
 		}
-	}
-	c->unprioritised = 0;
-	if (place && imbalanced) {
-		int *to = malloc((n ? n : 1) * sizeof(*to));
-		if (to && ma_dlrb_place(t, util, n, vp, to) == 0) {
-			for (unsigned i = 0; i < n; i++)
-				if (to[i] != vp[i]) {
-					vp[i] = to[i];
-					d.placed = 1;
-				}
-			c->placements += d.placed;
-		}
-		free(to);
-		/* The next iteration measures the placement, without levels. */
-		ma_dlrb_policy_reset(c, t, vp, n);
-		c->st.slot = c->slot;
-		c->unprioritised = 1;
 	}
 	int fit[n ? n : 1];
 	ma_hw_levels_fit(c->slot, n, lo, hi, fit);

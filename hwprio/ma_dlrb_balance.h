@@ -1,9 +1,9 @@
 /*
- * DLRB's decisions for one node (balance.c), after the thesis among the seeds (000,
+ * DLRB's decisions for one node (dlrb_balance.c), after the thesis among the seeds (000,
  * chapter 5): pure functions of the node's topology and its tasks' utilisations, so that
- * they are unit-tested on synthetic machines (tests/check_dlrb_balance.c). Which ranks
- * share the node's figures, and carrying the decisions out (binding, hwprio's backends),
- * are not here.
+ * they are unit-tested on synthetic machines (tests/check_dlrb_balance.c) and run by
+ * libmarcel-dlrb (dlrb/node.c) and the simulator alike. Which ranks share the node's
+ * figures, and carrying the decisions out (binding, the backends), are not here.
  *
  * - The load balancer (ma_dlrb_place): top-down over the topology, each item's tasks are
  *   split among its children, as many per child as its hardware threads allow (the
@@ -18,10 +18,9 @@
  *   levels (0..2) are then fitted into the backend's reach.
  * - The controller (ma_dlrb_step): at each iteration's end. The node's tasks are placed
  *   after the second iteration if both differed by more than 20 points (one iteration
- *   alone may be a rank the kernel kept waiting), and at each phase change if they
- *   differ so (else nothing moves); the iteration after a placement runs without levels,
- *   to measure the new placement; otherwise, from the second iteration, the policy sets
- *   the levels.
+ *   alone may be a task the kernel kept waiting), and at each phase change if they
+ *   differ so. An iteration after a placement that moved tasks runs without levels, to
+ *   measure it; every other iteration is judged by the policy, from the first.
  */
 #ifndef MA_DLRB_BALANCE_H
 #define MA_DLRB_BALANCE_H
