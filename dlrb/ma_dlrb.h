@@ -75,9 +75,11 @@ struct ma_dlrb_node;
 /* MPI_Init, MARCEL_DLRB=balance: the node's communicator, its shared segment, the
  * topology and the backends. 0, or -1 after printing why (the rank goes on observing). */
 int ma_dlrb_node_start(struct ma_dlrb *d);
-/* An iteration of this rank ended with utilisation u: posted to the node; the last of the
- * node's ranks to post decides. */
-void ma_dlrb_node_post(struct ma_dlrb *d, double u);
+/* An iteration of this rank ended, compute seconds of total: posted to the node (short
+ * iterations gathered until MA_DLRB_POST_MIN seconds); the last of the node's ranks to
+ * post decides. */
+#define MA_DLRB_POST_MIN 1e-3
+void ma_dlrb_node_post(struct ma_dlrb *d, double compute, double total);
 /* After each MPI call: carries out a decision taken since the last one. */
 void ma_dlrb_node_poll(struct ma_dlrb *d);
 /* MPI_Finalize: fills this rank's part of the report (and, on a node's leader, the node's

@@ -55,6 +55,7 @@ struct ma_dlrb_node {
 	unsigned it_gen; /* the one in force when its current iteration began */
 	unsigned long posted;
 	int skipped_first;
+	double acc_compute, acc_total; /* iterations not posted yet */
 	struct ma_dlrb_act act;
 };
 
@@ -162,8 +163,10 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 		memset(s, 0, sizeof(*s));
 		ma_dlrb_ctl_init(&s->ctl);
 		s->n = (unsigned)nd->n;
-		ma_dlrb_log(s, "libmarcel-dlrb: node of rank %d: %d ranks on %s (%u hardware threads), binding %s\n",
-			    d->rank, nd->n, nd->topo_name, nd->topo.nb_vps, nd->topo.fake ? "off (not this machine)" : "on");
+		ma_dlrb_log(s, "libmarcel-dlrb: node of rank %d: %d ranks on %s (%u hardware threads), binding %s; a "
+			       "round is an iteration of every rank (iterations under %.0f ms together)\n",
+			    d->rank, nd->n, nd->topo_name, nd->topo.nb_vps, nd->topo.fake ? "off (not this machine)" : "on",
+			    1e3 * MA_DLRB_POST_MIN);
 	}
 	PMPI_Barrier(nd->comm);
 	/* The backends start per rank: each acts on its own process. */
@@ -223,7 +226,7 @@ static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 	memcpy(s->level, level, n * sizeof(*level));
 	for (unsigned i = 0; i < n; i++)
 		s->top[i] = ma_hw_domain_top(s->ctl.slot, n, i);
-	ma_dlrb_log(s, "  iteration %u of the node: utilisation%% (local rank:%%)", s->ctl.iterations);
+	ma_dlrb_log(s, "  round %u: utilisation%% (local rank:%%)", s->ctl.iterations);
 	for (unsigned i = 0; i < n; i++)
 		ma_dlrb_log(s, " %u:%.0f", i, 100 * util[i]);
 	ma_dlrb_log(s, "\n   ");
@@ -260,7 +263,7 @@ void ma_dlrb_node_poll(struct ma_dlrb *d)
 		ma_dlrb_act_self(&nd->act);
 }
 
-void ma_dlrb_node_post(struct ma_dlrb *d, double u)
+void ma_dlrb_node_post(struct ma_dlrb *d, double compute, double total)
 {
 	struct ma_dlrb_node *nd = d->node;
 	struct ma_dlrb_shm *s = nd->shm;
@@ -270,6 +273,16 @@ void ma_dlrb_node_post(struct ma_dlrb *d, double u)
 		nd->skipped_first = 1;
 		return;
 	}
+	/* Iterations shorter than MA_DLRB_POST_MIN are posted together: a decision per
+	 * iteration of a few microseconds would cost more than the balance gains, and one
+	 * such iteration is mostly noise. (Those that straddle a decision are dropped with
+	 * the rest: the decider ignores the post.) */
+	nd->acc_compute += compute;
+	nd->acc_total += total;
+	if (nd->acc_total < MA_DLRB_POST_MIN)
+		return;
+	double u = nd->acc_total > 0 ? nd->acc_compute / nd->acc_total : 0;
+	nd->acc_compute = nd->acc_total = 0;
 	atomic_store_explicit(&p->seq, 2 * nd->posted + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	p->util = u;
@@ -302,10 +315,10 @@ void ma_dlrb_node_finish(struct ma_dlrb *d, char **log)
 	if (nd->me == 0) {
 		struct ma_dlrb_shm *s = nd->shm;
 		const struct ma_dlrb_ctl *c = &s->ctl;
-		ma_dlrb_log(s, "  %u decisions over %u iterations: placements that moved ranks %u, phase changes %u, "
+		ma_dlrb_log(s, "  %u decisions over %u rounds: placements that moved ranks %u, phase changes %u, "
 			       "level changes %u%s\n",
 			    atomic_load(&s->gen), c->iterations, c->placements, c->phase_changes, c->level_changes,
-			    c->iterations ? "" : " (no iteration that every rank of the node reached)");
+			    c->iterations ? "" : " (no round: no iteration that every rank of the node posted)");
 		*log = strndup(s->log, s->log_len);
 	}
 	ma_dlrb_node_free(nd);

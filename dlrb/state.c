@@ -64,9 +64,10 @@ static void ma_dlrb_iteration(struct ma_dlrb *d)
 		d->util_head[d->util_n] = u;
 	d->util[d->util_n % MA_DLRB_KEEP] = u;
 	d->util_n++;
+	double compute = d->it_compute;
 	d->it_compute = d->it_mpi = 0;
 	if (d->node)
-		ma_dlrb_node_post(d, u);
+		ma_dlrb_node_post(d, compute, total);
 }
 
 static int ma_dlrb_sync(enum ma_dlrb_call k)

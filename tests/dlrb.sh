@@ -162,7 +162,7 @@ fi
 # No imbalance: 2 ranks of equal loads, each with a CPU of its own (rank-to-CPU time
 # sharing makes the utilisations of 4 swing with the kernel's order).
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" $prog --loads 1 --unit 3000 --iters 40
-printf '%s\n' "$out" | grep -q "^  0 decisions over [1-9][0-9]* iterations" ||
+printf '%s\n' "$out" | grep -q "^  0 decisions over [1-9][0-9]* rounds" ||
 	bad "balance, no imbalance: decisions taken, or no iteration:
 $out"
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$prog" --no-iterations --iters 30
