@@ -25,13 +25,25 @@ static int ma_dlrb_act_one(struct ma_dlrb_act *a, const struct ma_hw_backend *b,
 	struct ma_hw_why why = { "" };
 	enum ma_hw_presence p = b->probe(&a->env, &why);
 	if (p != MA_HW_PRESENT) {
-		if (named)
-			fprintf(stderr, "libmarcel-dlrb: rank %d: MARCEL_DLRB_HWPRIO: backend %s is %s: %s\n", a->rank,
-				b->name, ma_hw_presence_name(p), why.s);
+		if (named && a->rank == 0)
+			fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_HWPRIO: backend %s is %s: %s; left out\n", b->name,
+				ma_hw_presence_name(p), why.s);
 		return 0;
 	}
-	if (a->nb == MA_DLRB_MAX_BACKENDS)
+	/* cpukind raises a thread by binding it to the fast cores: it would undo the
+	 * balancer's placement, and the balancer's rebinding would undo it. */
+	if (!strcmp(b->name, "cpukind")) {
+		if (named && a->rank == 0)
+			fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_HWPRIO: backend cpukind binds threads itself, which "
+					"the balancer's placement does: left out\n");
 		return 0;
+	}
+	if (a->nb == MA_DLRB_MAX_BACKENDS) {
+		if (named && a->rank == 0)
+			fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_HWPRIO: at most %d backends; %s left out\n",
+				MA_DLRB_MAX_BACKENDS, b->name);
+		return 0;
+	}
 	void *priv = calloc(1, b->priv_size ? b->priv_size : 1);
 	int e = priv ? (b->start ? b->start(priv, &a->env, &why) : 0) : ENOMEM;
 	if (e) {
@@ -63,8 +75,9 @@ int ma_dlrb_act_start(struct ma_dlrb_act *a, const struct ma_topo *t, int bind, 
 	struct ma_hw_choice c;
 	struct ma_hw_why why;
 	if (ma_hw_choice_parse(value ? value : "auto", &c, &why)) {
-		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_HWPRIO=%s: %s; accepted: %s. Levels are decided and "
-				"reported, not applied\n", value, why.s, ma_hw_accepted());
+		if (rank == 0)
+			fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_HWPRIO=%s: %s; accepted: %s. Levels are decided and "
+					"reported, not applied\n", value, why.s, ma_hw_accepted());
 		return -1;
 	}
 	if (c.automatic) {
@@ -107,8 +120,40 @@ static int ma_dlrb_bind_all(const cpu_set_t *mask)
 	return e;
 }
 
+/* The target the backends act on: this thread, at VP vp (-1: unplaced). */
+static struct ma_hw_target ma_dlrb_act_target(const struct ma_dlrb_act *a, int vp)
+{
+	struct ma_hw_target tg = vp >= 0 ? ma_hw_target_of(a->t, (unsigned)vp, ma_dlrb_gettid())
+					 : (struct ma_hw_target){ .tid = ma_dlrb_gettid(), .cpu = -1, .core = -1,
+								  .cache = -1, .node = -1, .kind = -1 };
+	if (!a->bind)
+		tg.cpu = -1;
+	return tg;
+}
+
+/* Each backend to level (of a domain whose highest is top) at target tg. */
+static void ma_dlrb_act_levels(struct ma_dlrb_act *a, const struct ma_hw_target *tg, int level, int top)
+{
+	a->self = 0;
+	for (unsigned i = 0; i < a->nb; i++) {
+		const struct ma_hw_backend *b = a->a[i].b;
+		if (a->a[i].failed)
+			continue;
+		int l = ma_hw_level_fit(level, top, b->lo, b->hi);
+		struct ma_hw_why why = { "" };
+		if (b->apply(a->a[i].priv, tg, l, &why)) {
+			fprintf(stderr, "libmarcel-dlrb: rank %d: backend %s cannot set level %d: %s; left out from now on\n",
+				a->rank, b->name, l, why.s);
+			a->a[i].failed = 1;
+			continue;
+		}
+		a->self |= b->apply_self && l != 0;
+	}
+}
+
 void ma_dlrb_act_set(struct ma_dlrb_act *a, int vp, int level, int top)
 {
+	int moved = 0;
 	if (vp >= 0 && (unsigned)vp < a->t->nb_vps && vp != a->vp) {
 		int e = 0;
 		if (a->bind) {
@@ -122,33 +167,23 @@ void ma_dlrb_act_set(struct ma_dlrb_act *a, int vp, int level, int top)
 			else
 				a->moves++;
 		}
-		if (!e)
+		if (!e) {
+			/* What a backend set for the old place (a CPU's frequency, a cache group
+			 * of its domain) goes back: the place may get another rank. */
+			if (a->bind && (a->level || a->top)) {
+				struct ma_hw_target old = ma_dlrb_act_target(a, a->vp);
+				ma_dlrb_act_levels(a, &old, 0, 0);
+			}
 			a->vp = vp;
+			moved = a->bind;
+		}
 	}
-	if (level == a->level && top == a->top)
+	if (!moved && level == a->level && top == a->top)
 		return;
 	a->level = level;
 	a->top = top;
-	a->self = 0;
-	struct ma_hw_target tg = a->vp >= 0 ? ma_hw_target_of(a->t, (unsigned)a->vp, ma_dlrb_gettid())
-					    : (struct ma_hw_target){ .tid = ma_dlrb_gettid(), .cpu = -1, .core = -1,
-								     .cache = -1, .node = -1, .kind = -1 };
-	if (!a->bind)
-		tg.cpu = -1;
-	for (unsigned i = 0; i < a->nb; i++) {
-		const struct ma_hw_backend *b = a->a[i].b;
-		if (a->a[i].failed)
-			continue;
-		int l = ma_hw_level_fit(level, top, b->lo, b->hi);
-		struct ma_hw_why why = { "" };
-		if (b->apply(a->a[i].priv, &tg, l, &why)) {
-			fprintf(stderr, "libmarcel-dlrb: rank %d: backend %s cannot set level %d: %s; left out from now on\n",
-				a->rank, b->name, l, why.s);
-			a->a[i].failed = 1;
-			continue;
-		}
-		a->self |= b->apply_self && l != 0;
-	}
+	struct ma_hw_target tg = ma_dlrb_act_target(a, a->vp);
+	ma_dlrb_act_levels(a, &tg, level, top);
 }
 
 void ma_dlrb_act_self(struct ma_dlrb_act *a)

@@ -56,6 +56,7 @@ struct ma_dlrb {
 	unsigned long util_n;
 	char report[4096];           /* MARCEL_DLRB_REPORT: "" stderr, "off", or a path */
 	struct ma_dlrb_node *node;   /* balancing: the node's shared figures (node.c) */
+	struct ma_dlrb_trace *trace; /* MARCEL_DLRB_TRACE (trace.c) */
 };
 
 extern struct ma_dlrb ma_dlrb;
@@ -85,6 +86,19 @@ void ma_dlrb_node_poll(struct ma_dlrb *d);
 /* MPI_Finalize: fills this rank's part of the report (and, on a node's leader, the node's
  * log, returned in *log, malloc'ed), undoes the binding and the levels, frees. */
 void ma_dlrb_node_finish(struct ma_dlrb *d, char **log);
+
+/* ---- MARCEL_DLRB_TRACE (trace.c) ---- */
+
+struct ma_dlrb_trace;
+/* MPI_Init: collective (every rank calls it). */
+void ma_dlrb_trace_start(struct ma_dlrb *d);
+/* Recorded while d->trace is set: */
+void ma_dlrb_trace_call(struct ma_dlrb *d, double t0, double t1, enum ma_dlrb_call kind);
+void ma_dlrb_trace_iteration(struct ma_dlrb *d, double u);
+/* A decision carried out: rebound to bound_vp (-1: not moved), its level (if changed). */
+void ma_dlrb_trace_decision(struct ma_dlrb *d, int bound_vp, int level, int level_changed);
+/* MPI_Finalize: collective; rank 0 writes the file. */
+void ma_dlrb_trace_finish(struct ma_dlrb *d);
 
 /* The time a call starts: the compute since the previous one is counted. */
 static inline double ma_dlrb_enter(void)

@@ -33,8 +33,9 @@ struct ma_dlrb_post {
 
 /* The node's segment (in the window of its local rank 0). */
 struct ma_dlrb_shm {
-	atomic_int deciding;
-	_Atomic unsigned gen; /* decisions published */
+	atomic_int deciding;  /* a rank is deciding */
+	atomic_int pending;   /* a post came that the decider may not have seen */
+	_Atomic unsigned gen; /* twice the decisions published; odd while one is written */
 	unsigned n;
 	unsigned long used[MA_DLRB_MAX_TASKS]; /* each rank's posts decided on */
 	int vp[MA_DLRB_MAX_TASKS], level[MA_DLRB_MAX_TASKS], top[MA_DLRB_MAX_TASKS];
@@ -59,18 +60,22 @@ struct ma_dlrb_node {
 	struct ma_dlrb_act act;
 };
 
-/* Appends to the node's log (the decider holds `deciding`). */
-__attribute__((format(printf, 2, 3))) static void ma_dlrb_log(struct ma_dlrb_shm *s, const char *fmt, ...)
+/* Appends to the node's log (the decider holds `deciding`); the last MA_DLRB_LOG_END
+ * bytes are kept for the closing summary, which alone may use them (end). */
+#define MA_DLRB_LOG_END 512
+__attribute__((format(printf, 3, 4))) static void ma_dlrb_log_in(struct ma_dlrb_shm *s, int end, const char *fmt, ...)
 {
-	if (s->log_len >= MA_DLRB_LOG - 1)
+	if (s->log_len >= (end ? MA_DLRB_LOG - 1 : MA_DLRB_LOG - MA_DLRB_LOG_END))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	int k = vsnprintf(s->log + s->log_len, MA_DLRB_LOG - s->log_len, fmt, ap);
+	unsigned room = (end ? MA_DLRB_LOG : MA_DLRB_LOG - MA_DLRB_LOG_END) - s->log_len;
+	int k = vsnprintf(s->log + s->log_len, room, fmt, ap);
 	va_end(ap);
 	if (k > 0)
-		s->log_len = s->log_len + (unsigned)k < MA_DLRB_LOG ? s->log_len + (unsigned)k : MA_DLRB_LOG - 1;
+		s->log_len += (unsigned)k < room ? (unsigned)k : room - 1;
 }
+#define ma_dlrb_log(s, ...) ma_dlrb_log_in(s, 0, __VA_ARGS__)
 
 static void ma_dlrb_node_free(struct ma_dlrb_node *nd)
 {
@@ -109,55 +114,76 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 	PMPI_Comm_size(nd->comm, &nd->n);
 	/* The node's PUs: those any of its ranks may run on (mpirun's binding, or a batch
 	 * system's cpuset), not only this rank's. */
-	cpu_set_t cpus, node_cpus;
-	CPU_ZERO(&node_cpus);
-	if (sched_getaffinity(0, sizeof(cpus), &cpus))
-		CPU_ZERO(&cpus);
-	PMPI_Allreduce(cpus.__bits, node_cpus.__bits, (int)(sizeof(cpus) / sizeof(cpus.__bits[0])), MPI_UNSIGNED_LONG,
-		       MPI_BOR, nd->comm);
+	enum { WORDS = CPU_SETSIZE / (8 * sizeof(unsigned long)) };
+	unsigned long mask[WORDS] = { 0 }, node_mask[WORDS] = { 0 };
+	cpu_set_t cpus;
+	int cpus_ok = sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
+	for (unsigned c = 0; cpus_ok && c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &cpus))
+			mask[c / (8 * sizeof(unsigned long))] |= 1UL << (c % (8 * sizeof(unsigned long)));
+	PMPI_Allreduce(mask, node_mask, WORDS, MPI_UNSIGNED_LONG, MPI_BOR, nd->comm);
 	hwloc_bitmap_t within = hwloc_bitmap_alloc();
-	for (int c = 0; within && c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &node_cpus))
-			hwloc_bitmap_set(within, (unsigned)c);
+	for (unsigned c = 0; within && c < CPU_SETSIZE; c++)
+		if (node_mask[c / (8 * sizeof(unsigned long))] & (1UL << (c % (8 * sizeof(unsigned long)))))
+			hwloc_bitmap_set(within, c);
 	char err[256] = "";
 	const char *spec = getenv("MARCEL_TOPOLOGY");
 	struct ma_topo_options opt = { .spec = spec && *spec ? spec : NULL, .maxarity = 8, .smt = 1,
 				       .within = within && !hwloc_bitmap_iszero(within) ? within : NULL };
-	int mine = ma_topo_load(&nd->topo, &opt, err, sizeof(err)) == 0;
+	int mine = within != NULL && ma_topo_load(&nd->topo, &opt, err, sizeof(err)) == 0;
 	hwloc_bitmap_free(within);
 	if (!mine)
-		fprintf(stderr, "libmarcel-dlrb: rank %d: MARCEL_TOPOLOGY=%s: %s; observing only\n", d->rank,
-			spec ? spec : "", err);
+		fprintf(stderr, "libmarcel-dlrb: rank %d: %s%s: %s; observing only\n", d->rank,
+			opt.spec ? "MARCEL_TOPOLOGY=" : "this machine's topology", opt.spec ? opt.spec : "",
+			err[0] ? err : "out of memory");
 	else if (nd->n > MA_DLRB_MAX_TASKS) {
-		fprintf(stderr, "libmarcel-dlrb: %d ranks on one node: at most %d are balanced; observing only\n", nd->n,
-			MA_DLRB_MAX_TASKS);
+		if (nd->me == 0)
+			fprintf(stderr, "libmarcel-dlrb: %d ranks on one node: at most %d are balanced; observing only\n",
+				nd->n, MA_DLRB_MAX_TASKS);
 		mine = 0;
 	}
 	snprintf(nd->topo_name, sizeof(nd->topo_name), "%s", opt.spec ? opt.spec : "this machine");
+	/* Collective whatever happened above: a rank that skipped it would hang the others. */
 	struct ma_dlrb_shm *base = NULL;
-	mine = mine && PMPI_Win_allocate_shared(nd->me == 0 ? (MPI_Aint)sizeof(struct ma_dlrb_shm) : 0, 1,
-						MPI_INFO_NULL, nd->comm, &base, &nd->win) == MPI_SUCCESS;
+	if (PMPI_Win_allocate_shared(nd->me == 0 ? (MPI_Aint)sizeof(struct ma_dlrb_shm) : 0, 1, MPI_INFO_NULL, nd->comm,
+				     &base, &nd->win) != MPI_SUCCESS)
+		nd->win = MPI_WIN_NULL;
 	if (nd->win != MPI_WIN_NULL) {
 		MPI_Aint size;
-		int unit;
+		int unit, *model = NULL, flag = 0;
+		/* Plain loads and stores (and atomics) on the window need the unified model. */
+		PMPI_Win_get_attr(nd->win, MPI_WIN_MODEL, &model, &flag);
 		if (PMPI_Win_shared_query(nd->win, 0, &size, &unit, &nd->shm) != MPI_SUCCESS ||
-		    size < (MPI_Aint)sizeof(struct ma_dlrb_shm))
+		    size < (MPI_Aint)sizeof(struct ma_dlrb_shm) || !flag || !model || *model != MPI_WIN_UNIFIED)
 			nd->shm = NULL;
 		PMPI_Win_lock_all(MPI_MODE_NOCHECK, nd->win);
 	}
-	mine = mine && nd->shm;
+	int shm_ok = nd->shm != NULL;
+	mine = mine && shm_ok;
 	int all = 0;
 	PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, nd->comm);
 	if (!all) {
 		if (mine)
 			fprintf(stderr, "libmarcel-dlrb: rank %d: a rank of its node cannot balance; observing only\n",
 				d->rank);
-		else if (!nd->shm && nd->topo.nb_vps)
-			fprintf(stderr, "libmarcel-dlrb: rank %d: no shared memory with its node's ranks; observing only\n",
+		else if (!shm_ok)
+			fprintf(stderr, "libmarcel-dlrb: rank %d: no shared memory (unified MPI window) with its node's "
+					"ranks; observing only\n",
 				d->rank);
 		ma_dlrb_node_free(nd);
 		return -1;
 	}
+	/* Rebinding: on this machine, unless the program's ranks run several threads of
+	 * computation (OpenMP), which one hardware thread each would squeeze. */
+	const char *bind = getenv("MARCEL_DLRB_BIND"), *omp = getenv("OMP_NUM_THREADS");
+	const char *why_not = nd->topo.fake ? "off (not this machine)" : NULL;
+	if (!why_not && bind && !strcmp(bind, "off"))
+		why_not = "off (MARCEL_DLRB_BIND=off)";
+	else if (!why_not && bind && strcmp(bind, "on") && nd->me == 0)
+		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_BIND=%s: expected on or off; binding stays on\n", bind);
+	if (!why_not && (!bind || strcmp(bind, "on")) && omp && atoi(omp) > 1)
+		why_not = "off (OMP_NUM_THREADS above 1: a rank's threads would share one hardware thread; "
+			  "MARCEL_DLRB_BIND=on forces it)";
 	struct ma_dlrb_shm *s = nd->shm;
 	if (nd->me == 0) {
 		memset(s, 0, sizeof(*s));
@@ -165,12 +191,14 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 		s->n = (unsigned)nd->n;
 		ma_dlrb_log(s, "libmarcel-dlrb: node of rank %d: %d ranks on %s (%u hardware threads), binding %s; a "
 			       "round is an iteration of every rank (iterations under %.0f ms together)\n",
-			    d->rank, nd->n, nd->topo_name, nd->topo.nb_vps, nd->topo.fake ? "off (not this machine)" : "on",
+			    d->rank, nd->n, nd->topo_name, nd->topo.nb_vps, why_not ? why_not : "on",
 			    1e3 * MA_DLRB_POST_MIN);
 	}
 	PMPI_Barrier(nd->comm);
-	/* The backends start per rank: each acts on its own process. */
-	ma_dlrb_act_start(&nd->act, &nd->topo, !nd->topo.fake, getenv("MARCEL_DLRB_HWPRIO"), d->rank);
+	/* The backends start per rank: each acts on its own process. On a node that is not
+	 * this machine, none: its decisions are reported, not carried out. */
+	ma_dlrb_act_start(&nd->act, &nd->topo, !why_not, nd->topo.fake ? "none" : getenv("MARCEL_DLRB_HWPRIO"),
+			  d->rank);
 	s->vp[nd->me] = nd->act.vp;
 	PMPI_Barrier(nd->comm);
 	d->node = nd;
@@ -202,6 +230,7 @@ static void ma_dlrb_log_list(struct ma_dlrb_shm *s, const char *what, const int 
 static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 {
 	struct ma_dlrb_shm *s = nd->shm;
+	/* Only the decider writes gen: it is even here. */
 	unsigned n = s->n, gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
 	double *util = malloc(n * sizeof(*util));
 	unsigned long *seq = malloc(n * sizeof(*seq));
@@ -214,18 +243,23 @@ static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 			goto out;
 	}
 	memcpy(s->used, seq, n * sizeof(*seq));
-	/* Decided on copies, then published: the ranks read vp[] and level[] meanwhile. A rank
-	 * that reads while they are written sees the generation change again and reads anew. */
+	/* Decided on copies, then published under a seqlock (gen odd while written): the
+	 * ranks read vp[] and level[] meanwhile, and keep only a read that gen brackets. */
 	memcpy(was, s->vp, n * sizeof(*was));
 	memcpy(vp, s->vp, n * sizeof(*vp));
 	memcpy(level, s->level, n * sizeof(*level));
 	struct ma_dlrb_decision dc = ma_dlrb_step(&s->ctl, &nd->topo, util, n, vp, level, 0, MA_HW_LEVEL_MAX);
 	if (!dc.placed && !dc.levels_changed && !dc.phase_change)
 		goto out;
-	memcpy(s->vp, vp, n * sizeof(*vp));
-	memcpy(s->level, level, n * sizeof(*level));
-	for (unsigned i = 0; i < n; i++)
-		s->top[i] = ma_hw_domain_top(s->ctl.slot, n, i);
+	if (dc.placed || dc.levels_changed) {
+		atomic_store_explicit(&s->gen, gen + 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_release);
+		memcpy(s->vp, vp, n * sizeof(*vp));
+		memcpy(s->level, level, n * sizeof(*level));
+		for (unsigned i = 0; i < n; i++)
+			s->top[i] = ma_hw_domain_top(s->ctl.slot, n, i);
+		atomic_store_explicit(&s->gen, gen + 2, memory_order_release);
+	}
 	ma_dlrb_log(s, "  round %u: utilisation%% (local rank:%%)", s->ctl.iterations);
 	for (unsigned i = 0; i < n; i++)
 		ma_dlrb_log(s, " %u:%.0f", i, 100 * util[i]);
@@ -241,7 +275,6 @@ static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 	if (dc.levels_changed)
 		ma_dlrb_log_list(s, "levels (local rank:level)", s->level);
 	ma_dlrb_log(s, "\n");
-	atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
 out:
 	free(util);
 	free(seq);
@@ -253,11 +286,20 @@ out:
 void ma_dlrb_node_poll(struct ma_dlrb *d)
 {
 	struct ma_dlrb_node *nd = d->node;
-	unsigned g = atomic_load_explicit(&nd->shm->gen, memory_order_acquire);
-	if (g != nd->gen) {
-		nd->gen = g;
-		/* A later decision may be written meanwhile: what is read is at least g's. */
-		ma_dlrb_act_set(&nd->act, nd->shm->vp[nd->me], nd->shm->level[nd->me], nd->shm->top[nd->me]);
+	struct ma_dlrb_shm *s = nd->shm;
+	unsigned g = atomic_load_explicit(&s->gen, memory_order_acquire);
+	if (g != nd->gen && !(g & 1)) {
+		int vp = s->vp[nd->me], level = s->level[nd->me], top = s->top[nd->me];
+		atomic_thread_fence(memory_order_acquire);
+		/* Written meanwhile: read again after a later call. */
+		if (atomic_load_explicit(&s->gen, memory_order_relaxed) == g) {
+			nd->gen = g;
+			int was = nd->act.vp, lwas = nd->act.level;
+			ma_dlrb_act_set(&nd->act, vp, level, top);
+			if (d->trace)
+				ma_dlrb_trace_decision(d, nd->act.vp != was ? nd->act.vp : -1, nd->act.level,
+						       nd->act.level != lwas);
+		}
 	}
 	if (nd->act.self)
 		ma_dlrb_act_self(&nd->act);
@@ -289,11 +331,16 @@ void ma_dlrb_node_post(struct ma_dlrb *d, double compute, double total)
 	p->gen = nd->it_gen;
 	nd->posted++;
 	atomic_store_explicit(&p->seq, 2 * nd->posted, memory_order_release);
-	/* The last to post decides; one that finds another deciding leaves it to that one,
-	 * which reads its post after taking the flag. */
-	if (!atomic_exchange_explicit(&s->deciding, 1, memory_order_acquire)) {
+	/* The last to post decides. One that finds another deciding leaves it to that one,
+	 * which sees `pending` set when it is done and decides again: no round is left
+	 * undecided because its last post came while an earlier round was being judged. */
+	atomic_store(&s->pending, 1);
+	while (!atomic_exchange_explicit(&s->deciding, 1, memory_order_acquire)) {
+		atomic_store(&s->pending, 0);
 		ma_dlrb_decide(nd);
 		atomic_store_explicit(&s->deciding, 0, memory_order_release);
+		if (!atomic_load(&s->pending))
+			break;
 	}
 	ma_dlrb_node_poll(d);
 	nd->it_gen = nd->gen;
@@ -315,9 +362,9 @@ void ma_dlrb_node_finish(struct ma_dlrb *d, char **log)
 	if (nd->me == 0) {
 		struct ma_dlrb_shm *s = nd->shm;
 		const struct ma_dlrb_ctl *c = &s->ctl;
-		ma_dlrb_log(s, "  %u decisions over %u rounds: placements that moved ranks %u, phase changes %u, "
+		ma_dlrb_log_in(s, 1, "  %u decisions over %u rounds: placements that moved ranks %u, phase changes %u, "
 			       "level changes %u%s\n",
-			    atomic_load(&s->gen), c->iterations, c->placements, c->phase_changes, c->level_changes,
+			    atomic_load(&s->gen) / 2, c->iterations, c->placements, c->phase_changes, c->level_changes,
 			    c->iterations ? "" : " (no round: no iteration that every rank of the node posted)");
 		*log = strndup(s->log, s->log_len);
 	}

@@ -118,11 +118,14 @@ void ma_dlrb_finish(void)
 	struct ma_dlrb_rank *all = NULL;
 	if (d->rank == 0)
 		all = calloc((size_t)d->size, sizeof(*all));
-	/* Every rank takes part whether rank 0 could allocate or not: the gather needs all. */
-	PMPI_Gather(&d->r, (int)sizeof(d->r), MPI_BYTE, all, all ? (int)sizeof(d->r) : 0, MPI_BYTE, 0,
-		    MPI_COMM_WORLD);
+	/* Rank 0 says whether it can take the figures; if not, no one sends them. */
+	int ok = d->rank != 0 || all;
+	PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (ok)
+		PMPI_Gather(&d->r, (int)sizeof(d->r), MPI_BYTE, all, (int)sizeof(d->r), MPI_BYTE, 0, MPI_COMM_WORLD);
 	char *logs = ma_dlrb_gather_logs(d, log, all);
 	free(log);
+	ma_dlrb_trace_finish(d);
 	if (d->rank != 0)
 		return;
 	if (!all) {

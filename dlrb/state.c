@@ -26,30 +26,45 @@ int ma_dlrb_start(void)
 	struct ma_dlrb *d = &ma_dlrb;
 	memset(d, 0, sizeof(*d));
 	const char *mode = getenv("MARCEL_DLRB");
+	int bad = 0;
 	d->mode = MA_DLRB_BALANCE;
 	if (mode && !strcmp(mode, "off"))
 		d->mode = MA_DLRB_OFF;
 	else if (mode && !strcmp(mode, "observe"))
 		d->mode = MA_DLRB_OBSERVE;
 	else if (mode && *mode && strcmp(mode, "balance")) {
-		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB=%s: expected balance, observe or off; the program runs "
-				"without the balancer\n", mode);
 		d->mode = MA_DLRB_OFF;
-		return -1;
+		bad = 1;
 	}
 	const char *rep = getenv("MARCEL_DLRB_REPORT");
 	snprintf(d->report, sizeof(d->report), "%s", rep ? rep : "");
-	if (d->mode == MA_DLRB_OFF)
-		return 0;
 	PMPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &d->size);
+	/* Every rank runs in the mode of the most careful one: the modes make different
+	 * collective calls at MPI_Init and MPI_Finalize, so ranks that disagreed (an MPMD
+	 * launch, a wrapper per rank) would hang each other. */
+	int m[2] = { (int)d->mode, -(int)d->mode }, r[2];
+	PMPI_Allreduce(m, r, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	if (bad && d->rank == 0)
+		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB=%s: expected balance, observe or off; the program runs "
+				"without the balancer\n", mode);
+	else if (bad)
+		fprintf(stderr, "libmarcel-dlrb: rank %d: MARCEL_DLRB=%s: expected balance, observe or off; the "
+				"program runs without the balancer\n", d->rank, mode);
+	else if (r[0] != -r[1] && d->rank == 0)
+		fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB differs between ranks; every rank runs as %s\n",
+			r[0] == MA_DLRB_OFF ? "off" : r[0] == MA_DLRB_OBSERVE ? "observe" : "balance");
+	d->mode = (enum ma_dlrb_mode)r[0];
+	if (d->mode == MA_DLRB_OFF)
+		return bad ? -1 : 0;
 	ma_period_init(&d->period);
 	d->r.cpu_first = sched_getcpu();
 	d->r.vp_last = -1;
-	/* Collective on the node: every rank of it runs this (MARCEL_DLRB is the same for
-	 * all under mpirun -x; a rank whose node cannot balance observes). */
+	/* Collective on the node: every rank of it runs this (the mode is the same for all;
+	 * a rank whose node cannot balance observes). */
 	if (d->mode == MA_DLRB_BALANCE && ma_dlrb_node_start(d))
 		d->mode = MA_DLRB_OBSERVE;
+	ma_dlrb_trace_start(d);
 	d->active = 1;
 	d->last_leave = ma_dlrb_now();
 	return 0;
@@ -64,6 +79,8 @@ static void ma_dlrb_iteration(struct ma_dlrb *d)
 		d->util_head[d->util_n] = u;
 	d->util[d->util_n % MA_DLRB_KEEP] = u;
 	d->util_n++;
+	if (d->trace)
+		ma_dlrb_trace_iteration(d, u);
 	double compute = d->it_compute;
 	d->it_compute = d->it_mpi = 0;
 	if (d->node)
@@ -88,6 +105,8 @@ void ma_dlrb_call(double t, enum ma_dlrb_call kind, int peer, MPI_Comm comm)
 	d->it_compute += c;
 	d->it_mpi += m;
 	d->r.calls++;
+	if (d->trace)
+		ma_dlrb_trace_call(d, t, now, kind);
 	/* The peer as an offset from the caller in comm: the same exchange in every
 	 * iteration gives the same symbol whatever the rank. */
 	unsigned off = 0xffffffu;

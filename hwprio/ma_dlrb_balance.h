@@ -65,7 +65,7 @@ struct ma_dlrb_decision {
 /* One iteration's end: utilisations util[n] of the node's tasks (0..1; negative: not
  * measured, left as it is), their VPs vp[n] (-1: unknown; changed in place by a
  * placement), their levels level[n] (in place). lo..hi: the levels the backend reaches.
- * A change of n starts the controller afresh. */
+ * A change of n starts the policy afresh (its domains and levels). */
 struct ma_dlrb_decision ma_dlrb_step(struct ma_dlrb_ctl *c, const struct ma_topo *t, const double *util, unsigned n,
 				     int *vp, int *level, int lo, int hi);
 

@@ -4,7 +4,9 @@
  * library measures, its computing time over the iteration's; the same controller
  * (ma_dlrb_step, hwprio/dlrb_balance.c) places the ranks and gives them levels, and the
  * simulator carries it out as the library does: a rebound rank moves at its time slice's
- * end, a VP has the level of the rank it runs.
+ * end, a VP has the level of the rank it runs. Meant for pinned workloads (`pin`), as
+ * ranks are bound: an unpinned thread is nowhere to the controller (its own domain, no
+ * level) until a placement pins it, for good.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -56,11 +58,13 @@ void sim_balance_iteration(struct sim *s)
 	struct ma_dlrb_decision dc =
 		ma_dlrb_step(s->dctl, &s->topo, s->dutil, n, s->dvp, s->dlevel, s->m->hw_lo, s->m->hw_hi);
 	if (dc.placed)
-		for (unsigned t = 0; t < n; t++)
-			if (s->dvp[t] >= 0) {
-				sim_pin_move(s, &s->thread[t], (unsigned)s->dvp[t]);
-				sim_trace_event(s, "i", (unsigned)s->dvp[t], "dlrb-move", s->thread[t].id);
+		for (unsigned t = 0; t < n; t++) {
+			struct sim_ent *e = &s->thread[t];
+			if (s->dvp[t] >= 0 && e->fixed_item != (int)s->nl + s->dvp[t]) {
+				sim_pin_move(s, e, (unsigned)s->dvp[t]);
+				sim_trace_event(s, "i", (unsigned)s->dvp[t], "dlrb-move", e->id);
 			}
+		}
 	if (!dc.levels_changed)
 		return;
 	s->hw_changes++;
