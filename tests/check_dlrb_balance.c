@@ -88,6 +88,36 @@ START_TEST(few_moves)
 }
 END_TEST
 
+/* Without SMT, heavy ranks are paired with light ones on the cores of one cache domain:
+ * two packages of an L3 and 2 cores each, ranks heavy 0 and 1 started on package 0,
+ * light 2 and 3 on package 1: each package ends with one heavy and one light rank, one
+ * rank per core, and only two ranks move. With more ranks than cores (time-shared
+ * cores), each core holds a heavy one and a light one. */
+START_TEST(no_smt_cache_domains)
+{
+	load("pack:2 l3:1 core:2");
+	const double u[4] = { 0.99, 0.97, 0.20, 0.25 };
+	int now[4] = { 0, 1, 2, 3 }, vp[4];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, 4, now, vp), 0);
+	ck_assert_int_ne(vp[0] / 2, vp[1] / 2);
+	ck_assert_int_ne(vp[2] / 2, vp[3] / 2);
+	int moved = 0;
+	for (int i = 0; i < 4; i++) {
+		moved += vp[i] != now[i];
+		for (int j = i + 1; j < 4; j++)
+			ck_assert_int_ne(vp[i], vp[j]);
+	}
+	ck_assert_int_eq(moved, 2);
+	ma_topo_free(&topo);
+	load("core:2");
+	int two[4];
+	ck_assert_int_eq(ma_dlrb_place(&topo, u, 4, NULL, two), 0);
+	ck_assert_int_ne(two[0], two[1]);
+	ck_assert_int_ne(two[2], two[3]);
+	ma_topo_free(&topo);
+}
+END_TEST
+
 /* Runs the controller on one iteration's figures. */
 static struct ma_dlrb_decision step(struct ma_dlrb_ctl *c, const double *u, unsigned n, int *vp, int *lv, int lo,
 				    int hi)
@@ -239,6 +269,7 @@ int main(void)
 	tcase_add_test(tc, thesis_example_one);
 	tcase_add_test(tc, thesis_example_two);
 	tcase_add_test(tc, few_moves);
+	tcase_add_test(tc, no_smt_cache_domains);
 	tcase_add_test(tc, resource_steps);
 	tcase_add_test(tc, balanced_does_nothing);
 	tcase_add_test(tc, controller);

