@@ -25,10 +25,13 @@
 
 #define MA_DLRB_LOG 8192 /* the node's log of decisions, sent with the report */
 
+/* Every field shared between the node's processes is atomic, and every access to it
+ * sequentially consistent: the seqlocks below then need no fences (which
+ * ThreadSanitizer does not model), and they are taken at most once a millisecond. */
 struct ma_dlrb_post {
 	_Atomic unsigned long seq; /* iterations posted; odd while being written */
-	double util;               /* the last one's utilisation */
-	unsigned gen;              /* the decision it ran under */
+	_Atomic double util;       /* the last one's utilisation */
+	_Atomic unsigned gen;      /* the decision it ran under */
 };
 
 /* The node's segment (in the window of its local rank 0). */
@@ -38,7 +41,7 @@ struct ma_dlrb_shm {
 	_Atomic unsigned gen; /* twice the decisions published; odd while one is written */
 	unsigned n;
 	unsigned long used[MA_DLRB_MAX_TASKS]; /* each rank's posts decided on */
-	int vp[MA_DLRB_MAX_TASKS], level[MA_DLRB_MAX_TASKS], top[MA_DLRB_MAX_TASKS];
+	_Atomic int vp[MA_DLRB_MAX_TASKS], level[MA_DLRB_MAX_TASKS], top[MA_DLRB_MAX_TASKS];
 	struct ma_dlrb_post post[MA_DLRB_MAX_TASKS];
 	struct ma_dlrb_ctl ctl;
 	unsigned log_len;
@@ -199,7 +202,7 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 	 * this machine, none: its decisions are reported, not carried out. */
 	ma_dlrb_act_start(&nd->act, &nd->topo, !why_not, nd->topo.fake ? "none" : getenv("MARCEL_DLRB_HWPRIO"),
 			  d->rank);
-	s->vp[nd->me] = nd->act.vp;
+	atomic_store(&s->vp[nd->me], nd->act.vp);
 	PMPI_Barrier(nd->comm);
 	d->node = nd;
 	return 0;
@@ -208,14 +211,13 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 /* Reads rank i's last post: 0 if it is being written. */
 static int ma_dlrb_read_post(struct ma_dlrb_post *p, unsigned long *seq, double *util, unsigned *gen)
 {
-	unsigned long a = atomic_load_explicit(&p->seq, memory_order_acquire);
+	unsigned long a = atomic_load(&p->seq);
 	if (a & 1)
 		return 0;
-	*util = p->util;
-	*gen = p->gen;
-	atomic_thread_fence(memory_order_acquire);
+	*util = atomic_load(&p->util);
+	*gen = atomic_load(&p->gen);
 	*seq = a;
-	return atomic_load_explicit(&p->seq, memory_order_relaxed) == a;
+	return atomic_load(&p->seq) == a;
 }
 
 static void ma_dlrb_log_list(struct ma_dlrb_shm *s, const char *what, const int *x)
@@ -245,20 +247,21 @@ static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 	memcpy(s->used, seq, n * sizeof(*seq));
 	/* Decided on copies, then published under a seqlock (gen odd while written): the
 	 * ranks read vp[] and level[] meanwhile, and keep only a read that gen brackets. */
-	memcpy(was, s->vp, n * sizeof(*was));
-	memcpy(vp, s->vp, n * sizeof(*vp));
-	memcpy(level, s->level, n * sizeof(*level));
+	for (unsigned i = 0; i < n; i++) {
+		was[i] = vp[i] = atomic_load(&s->vp[i]);
+		level[i] = atomic_load(&s->level[i]);
+	}
 	struct ma_dlrb_decision dc = ma_dlrb_step(&s->ctl, &nd->topo, util, n, vp, level, 0, MA_HW_LEVEL_MAX);
 	if (!dc.placed && !dc.levels_changed && !dc.phase_change)
 		goto out;
 	if (dc.placed || dc.levels_changed) {
-		atomic_store_explicit(&s->gen, gen + 1, memory_order_relaxed);
-		atomic_thread_fence(memory_order_release);
-		memcpy(s->vp, vp, n * sizeof(*vp));
-		memcpy(s->level, level, n * sizeof(*level));
-		for (unsigned i = 0; i < n; i++)
-			s->top[i] = ma_hw_domain_top(s->ctl.slot, n, i);
-		atomic_store_explicit(&s->gen, gen + 2, memory_order_release);
+		atomic_store(&s->gen, gen + 1);
+		for (unsigned i = 0; i < n; i++) {
+			atomic_store(&s->vp[i], vp[i]);
+			atomic_store(&s->level[i], level[i]);
+			atomic_store(&s->top[i], ma_hw_domain_top(s->ctl.slot, n, i));
+		}
+		atomic_store(&s->gen, gen + 2);
 	}
 	ma_dlrb_log(s, "  round %u: utilisation%% (local rank:%%)", s->ctl.iterations);
 	for (unsigned i = 0; i < n; i++)
@@ -269,11 +272,11 @@ static void ma_dlrb_decide(struct ma_dlrb_node *nd)
 	if (dc.placed) {
 		ma_dlrb_log_list(s, "placed (local rank:VP, was", was);
 		ma_dlrb_log(s, ") now");
-		ma_dlrb_log_list(s, "", s->vp);
+		ma_dlrb_log_list(s, "", vp);
 		ma_dlrb_log(s, ";");
 	}
 	if (dc.levels_changed)
-		ma_dlrb_log_list(s, "levels (local rank:level)", s->level);
+		ma_dlrb_log_list(s, "levels (local rank:level)", level);
 	ma_dlrb_log(s, "\n");
 out:
 	free(util);
@@ -287,12 +290,14 @@ void ma_dlrb_node_poll(struct ma_dlrb *d)
 {
 	struct ma_dlrb_node *nd = d->node;
 	struct ma_dlrb_shm *s = nd->shm;
-	unsigned g = atomic_load_explicit(&s->gen, memory_order_acquire);
+	/* Once per call while nothing changes: a relaxed load, then the seqlock's reads. */
+	unsigned g = atomic_load_explicit(&s->gen, memory_order_relaxed);
 	if (g != nd->gen && !(g & 1)) {
-		int vp = s->vp[nd->me], level = s->level[nd->me], top = s->top[nd->me];
-		atomic_thread_fence(memory_order_acquire);
+		g = atomic_load(&s->gen);
+		int vp = atomic_load(&s->vp[nd->me]), level = atomic_load(&s->level[nd->me]),
+		    top = atomic_load(&s->top[nd->me]);
 		/* Written meanwhile: read again after a later call. */
-		if (atomic_load_explicit(&s->gen, memory_order_relaxed) == g) {
+		if (!(g & 1) && atomic_load(&s->gen) == g) {
 			nd->gen = g;
 			int was = nd->act.vp, lwas = nd->act.level;
 			ma_dlrb_act_set(&nd->act, vp, level, top);
@@ -325,12 +330,11 @@ void ma_dlrb_node_post(struct ma_dlrb *d, double compute, double total)
 		return;
 	double u = nd->acc_total > 0 ? nd->acc_compute / nd->acc_total : 0;
 	nd->acc_compute = nd->acc_total = 0;
-	atomic_store_explicit(&p->seq, 2 * nd->posted + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	p->util = u;
-	p->gen = nd->it_gen;
+	atomic_store(&p->seq, 2 * nd->posted + 1);
+	atomic_store(&p->util, u);
+	atomic_store(&p->gen, nd->it_gen);
 	nd->posted++;
-	atomic_store_explicit(&p->seq, 2 * nd->posted, memory_order_release);
+	atomic_store(&p->seq, 2 * nd->posted);
 	/* The last to post decides. One that finds another deciding leaves it to that one,
 	 * which sees `pending` set when it is done and decides again: no round is left
 	 * undecided because its last post came while an earlier round was being judged. */
