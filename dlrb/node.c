@@ -107,6 +107,26 @@ int ma_dlrb_node_start(struct ma_dlrb *d)
 	 * end on whether balancing starts. */
 	int ok = PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &nd->comm) ==
 		 MPI_SUCCESS;
+	/* MARCEL_DLRB_GROUP=K: the node's ranks balanced in groups of K consecutive ones, each
+	 * over the CPUs its own ranks may run on (a node whose ranks are bound per socket;
+	 * several "nodes" on one machine, to try the multi-node path). */
+	const char *group = getenv("MARCEL_DLRB_GROUP");
+	if (ok && group && *group) {
+		char *end;
+		long k = strtol(group, &end, 10);
+		int me = 0;
+		PMPI_Comm_rank(nd->comm, &me);
+		if (*end || k < 1 || k > MA_DLRB_MAX_TASKS) {
+			if (d->rank == 0)
+				fprintf(stderr, "libmarcel-dlrb: MARCEL_DLRB_GROUP=%s: expected a number of ranks from 1 to "
+						"%d; each node is balanced whole\n", group, MA_DLRB_MAX_TASKS);
+		} else {
+			MPI_Comm sub;
+			ok = PMPI_Comm_split(nd->comm, me / (int)k, me, &sub) == MPI_SUCCESS;
+			PMPI_Comm_free(&nd->comm);
+			nd->comm = ok ? sub : MPI_COMM_NULL;
+		}
+	}
 	if (!ok) {
 		fprintf(stderr, "libmarcel-dlrb: rank %d: cannot find the ranks of its node; observing only\n", d->rank);
 		free(nd);
