@@ -66,6 +66,12 @@ run() {
 # 9 fields, 14 when balancing (a sanitizer's tables after the report are not rows).
 rows='/^libmarcel-dlrb: [0-9]+ ranks/ { on = 1; next } /^libmarcel-dlrb:/ { on = 0 } on && (NF == 9 || NF == 14) && /^ +[0-9]+ /'
 
+# Whether the machine is busier than a test's 2 computing ranks make it: the 1-minute load
+# average above the CPUs plus a half (another program then shares a rank's CPU).
+busy_machine() {
+	awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v n="$(nproc)" 'BEGIN { exit !(l > n + 0.5) }'
+}
+
 checksum() {
 	printf '%s\n' "$1" | sed -n 's/^checksum //p'
 }
@@ -156,6 +162,26 @@ $out"
 $out"
 	printf '%s\n' "$out" | grep -q "binding off (not this machine)" || bad "balance on core:2 pu:2: bound ranks:
 $out"
+	# Two balancing groups (MARCEL_DLRB_GROUP=2: the multi-node path on one machine), each a
+	# light rank and a heavy one on a synthetic core of 2 hardware threads, each group's
+	# ranks sharing a CPU of this machine (bind.sh): each group logs its own decisions, and
+	# each raises its heavy rank 2 levels.
+	run 4 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_GROUP=2 -x MARCEL_TOPOLOGY="core:1 pu:2" "$work/bind.sh" "$prog" \
+		--loads 1,4 --unit 3000 --iters 40 --chunks-per-ms 2000
+	nodes=$(printf '%s\n' "$out" | grep -c "^libmarcel-dlrb: node of rank [02]: 2 ranks")
+	groups_ok=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: node of rank/ { n++ } /levels \(local rank:level\)/ { l[n] = $0 }
+		END { ok = n == 2; for (i = 1; i <= 2; i++) { x = l[i]; sub(/.*level\) /, "", x); ok = ok && x == "0:0 1:2" } print ok }')
+	# Another program on a CPU slows that group, and the barrier then makes the other
+	# group's ranks wait too: within 20 points, rightly left alone. Not asserted then.
+	if [ $st -ne 0 ] || [ "$nodes" -ne 2 ]; then
+		bad "MARCEL_DLRB_GROUP=2: status $st, $nodes node logs:
+$out"
+	elif [ "$groups_ok" != 1 ] && busy_machine; then
+		echo "dlrb: MARCEL_DLRB_GROUP=2: levels not asserted: load average $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPUs"
+	elif [ "$groups_ok" != 1 ]; then
+		bad "MARCEL_DLRB_GROUP=2: a group whose heavy rank did not end raised:
+$out"
+	fi
 	# This machine: rebound, each CPU runs a heavy rank; the checksum does not change.
 	run 4 "$work/bind.sh" "$prog" $args
 	plain=$(checksum "$out")
@@ -190,7 +216,7 @@ while :; do
 	echo "dlrb: balance, no imbalance: run $tries decided something (load average $load):"
 	printf '%s\n' "$out" | grep -A3 "^libmarcel-dlrb: node"
 	[ $tries -lt 3 ] && continue
-	if awk -v l="$load" -v n="$(nproc)" 'BEGIN { exit !(l > n + 0.5) }'; then
+	if busy_machine; then
 		echo "dlrb: balance, no imbalance: not asserted: load average $load on $(nproc) CPUs"
 	else
 		bad "balance, no imbalance: decisions taken in 3 runs, or no iteration:
@@ -204,17 +230,6 @@ $out"
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_HWPRIO=bogus "$prog" --iters 10
 [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB_HWPRIO=bogus: 'bogus' is not a backend" ||
 	bad "MARCEL_DLRB_HWPRIO=bogus: status $st, or not named:
-$out"
-# Two balancing groups (MARCEL_DLRB_GROUP=2: the multi-node path on one machine), each a
-# light rank and a heavy one on a synthetic core of 2 hardware threads: each group logs
-# its own decisions, and each raises its heavy rank 2 levels.
-run 4 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_GROUP=2 -x MARCEL_TOPOLOGY="core:1 pu:2" "$prog" --loads 1,4 \
-	--unit 3000 --iters 40
-nodes=$(printf '%s\n' "$out" | grep -c "^libmarcel-dlrb: node of rank [02]: 2 ranks")
-groups_ok=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: node of rank/ { n++ } /levels \(local rank:level\)/ { l[n] = $0 }
-	END { ok = n == 2; for (i = 1; i <= 2; i++) { x = l[i]; sub(/.*level\) /, "", x); ok = ok && x == "0:0 1:2" } print ok }')
-[ $st -eq 0 ] && [ "$nodes" -eq 2 ] && [ "$groups_ok" = 1 ] ||
-	bad "MARCEL_DLRB_GROUP=2: status $st, $nodes node logs, or a group whose heavy rank did not end raised:
 $out"
 run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_GROUP=zero "$prog" --iters 10
 [ $st -eq 0 ] && printf '%s\n' "$out" | grep -q "MARCEL_DLRB_GROUP=zero: expected a number of ranks from 1 to" ||
