@@ -66,7 +66,6 @@ int ma_dlrb_act_start(struct ma_dlrb_act *a, const struct ma_topo *t, int bind, 
 	a->t = t;
 	a->bind = bind;
 	a->rank = rank;
-	a->vp = -1;
 	a->saved_ok = sched_getaffinity(0, sizeof(a->saved), &a->saved) == 0;
 	a->vp = ma_dlrb_act_current_vp(a);
 	ma_hw_env_from_topo(&a->env, a->kinds, t);

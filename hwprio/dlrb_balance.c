@@ -201,6 +201,12 @@ static int ma_dlrb_replace(struct ma_dlrb_ctl *c, const struct ma_topo *t, const
 	c->placements++;
 	ma_dlrb_policy_reset(c, t, vp, n);
 	c->st.slot = c->slot;
+	/* The policy keeps the busy pattern the placement was made on: a task placed as a
+	 * bottleneck that is not one in the next rounds (a round the kernel disturbed) is a
+	 * phase change to it, and the tasks are placed again. */
+	for (unsigned i = 0; i < n; i++)
+		c->slot[i].busy = util[i] >= c->params.busy;
+	c->st.pattern_ok = 1;
 	c->unprioritised = 1;
 	return 1;
 }

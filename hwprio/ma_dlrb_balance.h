@@ -20,7 +20,9 @@
  *   after the second iteration if both differed by more than 20 points (one iteration
  *   alone may be a task the kernel kept waiting), and at each phase change if they
  *   differ so. An iteration after a placement that moved tasks runs without levels, to
- *   measure it; every other iteration is judged by the policy, from the first.
+ *   measure it; every other iteration is judged by the policy, from the first. The
+ *   policy keeps the busy pattern a placement was made on, so that a placement made on
+ *   disturbed figures is made again at the phase change that follows.
  */
 #ifndef MA_DLRB_BALANCE_H
 #define MA_DLRB_BALANCE_H

@@ -251,6 +251,33 @@ START_TEST(controller)
 }
 END_TEST
 
+/* A placement made on disturbed rounds (a light task read busy, a heavy one not) is made
+ * again: the task placed as a bottleneck is not one in the next two rounds, a phase change
+ * against the placement's own figures, and the heavy tasks then end on different cores. */
+START_TEST(disturbed_placement_redone)
+{
+	load("core:2 pu:2");
+	struct ma_dlrb_ctl c;
+	ma_dlrb_ctl_init(&c);
+	double noisy[4] = { 0.99, 0.20, 0.90, 0.30 }, real[4] = { 0.25, 0.25, 0.99, 0.99 };
+	int vp[4] = { -1, -1, -1, -1 }, lv[4] = { 0 };
+	step(&c, noisy, 4, vp, lv, 0, 2);
+	struct ma_dlrb_decision d = step(&c, noisy, 4, vp, lv, 0, 2);
+	ck_assert(d.placed);
+	/* Placed on the noise: task 0 read as the bottleneck, the heavy tasks 2 and 3 on one
+	 * core. */
+	ck_assert_int_eq(core_of(vp[2]), core_of(vp[3]));
+	d = step(&c, real, 4, vp, lv, 0, 2);
+	ck_assert(!d.phase_change);
+	d = step(&c, real, 4, vp, lv, 0, 2);
+	ck_assert(d.phase_change && d.placed);
+	ck_assert_int_ne(core_of(vp[2]), core_of(vp[3]));
+	ck_assert_int_ne(core_of(vp[0]), core_of(vp[1]));
+	ck_assert_uint_eq(c.placements, 2);
+	ma_topo_free(&topo);
+}
+END_TEST
+
 /* More tasks than the limit: refused, nothing written. */
 START_TEST(too_many)
 {
@@ -273,6 +300,7 @@ int main(void)
 	tcase_add_test(tc, resource_steps);
 	tcase_add_test(tc, balanced_does_nothing);
 	tcase_add_test(tc, controller);
+	tcase_add_test(tc, disturbed_placement_redone);
 	tcase_add_test(tc, too_many);
 	suite_add_tcase(s, tc);
 	return ma_check_run(s);

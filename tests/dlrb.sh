@@ -125,27 +125,21 @@ run 2 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_REPORT="$work/report" "$prog" --it
 [ $st -eq 0 ] && grep -q "^libmarcel-dlrb: 2 ranks" "$work/report" && ! printf '%s\n' "$out" | grep -q "^libmarcel-dlrb" ||
 	bad "MARCEL_DLRB_REPORT=FILE: status $st, or the report not in the file"
 
-# Balancing. The first placement of a node's log: "VP" of each local rank, by rank.
+# Balancing. The last placement of a node's log: "VP" of each local rank, by rank (a
+# placement made on a round the kernel disturbed is made again at the phase change that
+# follows).
 placed() {
-	printf '%s\n' "$1" | awk '/placed \(local rank:VP/ { sub(/.* now /, ""); sub(/;.*/, ""); print; exit }'
+	printf '%s\n' "$1" | awk '/placed \(local rank:VP/ { p = $0; sub(/.* now /, "", p); sub(/;.*/, "", p) } END { print p }'
 }
 # The last levels of a node's log, the same way.
 levels() {
 	printf '%s\n' "$1" | awk '/levels \(local rank:level\)/ { l = $0 } END { sub(/.*level\) /, "", l); print l }'
 }
-# Ranks started bound by a wrapper: the light ranks (0, 1) on CPU a, the heavy ones (2, 3)
-# on CPU b. Bound, the utilisations measured on this shared 2-CPU machine are steady.
-cpus=$(taskset -pc $$ 2>/dev/null | sed 's/.*: //')
-a=$(echo "$cpus" | tr ',-' '  ' | awk '{ print $1 }')
-b=$(echo "$cpus" | tr ',' '\n' | awk -F- 'NR == 1 && $2 != "" { print $1 + 1; exit } NR == 2 { print $1; exit }')
-if command -v taskset >/dev/null && [ -n "$a" ] && [ -n "$b" ]; then
-	printf '#!/bin/sh\ncase $((OMPI_COMM_WORLD_RANK / 2)) in 0) c=%s ;; *) c=%s ;; esac\nexec taskset -c $c "$@"\n' \
-		"$a" "$b" >"$work/bind.sh"
-	chmod +x "$work/bind.sh"
-	# The same, each CPU running a heavy rank and a light one (rank r on CPU r % 2).
-	printf '#!/bin/sh\ncase $((OMPI_COMM_WORLD_RANK %% 2)) in 0) c=%s ;; *) c=%s ;; esac\nexec taskset -c $c "$@"\n' \
-		"$a" "$b" >"$work/pair.sh"
-	chmod +x "$work/pair.sh"
+# Ranks started bound by a wrapper: the light ranks (0, 1) on one CPU, the heavy ones
+# (2, 3) on another (bind.sh); or each CPU a heavy rank and a light one (pair.sh, rank r on
+# CPU r % 2). Bound, the utilisations measured on this shared 2-CPU machine are steady.
+binder=$(dirname "$0")/../tools/mpi-rank-bind
+if why=$(sh "$binder" "$work/bind.sh" half 2>&1) && sh "$binder" "$work/pair.sh" alternate; then
 	args="--loads 1,1,4,4 --unit 3000 --iters 40 --chunks-per-ms 2000"
 	# A synthetic node: decided and reported, not bound. Its ranks run paired on this
 	# machine, so that what is measured stays what the synthetic node would see (two
@@ -199,7 +193,7 @@ $summary"
 		bad "balance, this machine: the heavy ranks, or the light ones, ended on one CPU:
 $out"
 else
-	echo "dlrb: placement part skipped: no taskset, or fewer than 2 CPUs allowed ($cpus)"
+	echo "dlrb: placement part skipped: $why"
 fi
 # No imbalance: 2 ranks of equal loads, each with a CPU of its own (rank-to-CPU time
 # sharing makes the utilisations of 4 swing with the kernel's order). Another program on
