@@ -151,7 +151,7 @@ static void sim_settle(struct sim *s, struct sim_ent *t)
 }
 
 /* t's speed changed or it started: a new completion event. */
-static void sim_reschedule(struct sim *s, struct sim_ent *t)
+void sim_reschedule(struct sim *s, struct sim_ent *t)
 {
 	sim_settle(s, t);
 	if (t->state != SIM_T_RUNNING || t->phase.kind != SIM_COMPUTE)
@@ -204,6 +204,7 @@ static void sim_stop_run(struct sim *s, struct sim_ent *t)
 	for (int y = t->run_home; y >= 0; y = sim_parent_queue(s, y))
 		s->q[y].sub_running--;
 	t->run_home = -1;
+	sim_bw_track(s, t);
 	s->vp[v].cur = NULL;
 	s->nb_free += !s->vp[v].wake_pending;
 	s->vp[v].idle_since = s->now;
@@ -243,6 +244,7 @@ static void sim_start_run(struct sim *s, struct sim_ent *t, unsigned v)
 	if (t->phase.kind == SIM_COMPUTE && t->remaining > 0) {
 		if (t->home_node < 0)
 			t->home_node = p->node; /* first touch */
+		sim_bw_track(s, t);
 		/* Its siblings' speeds change with it (and its own is set). */
 		sim_core_rates(s, p->core);
 	} else {
@@ -356,6 +358,7 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 				continue;
 			if (t->home_node < 0)
 				t->home_node = s->vp[t->vp].node;
+			sim_bw_track(s, t);
 			/* Its siblings' speeds may depend on what it computes now (a resource
 			 * profile, the memory part under POWER5): the whole core again. */
 			sim_core_rates(s, s->vp[t->vp].core);
@@ -562,7 +565,7 @@ static int sim_setup(struct sim *s)
 		x->id = t + 1;
 		x->index = (int)t;
 		x->queue = x->last_item = x->run_home = -1;
-		x->vp = x->last_vp = x->last_core = x->home_node = -1;
+		x->vp = x->last_vp = x->last_core = x->home_node = x->bw_node = -1;
 		x->parent = w->thread_bubble[t] < 0 ? &s->root : &s->bubble[w->thread_bubble[t]];
 		x->parent->kids[x->parent->nb_kids++] = x;
 		x->master = w->master && w->master[t];
@@ -617,6 +620,7 @@ static void sim_teardown(struct sim *s)
 	free(s->on_path);
 	free(s->nbuf);
 	free(s->kind_speed);
+	sim_bw_stop(s);
 	ma_topo_free(&s->topo);
 }
 
@@ -695,6 +699,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 	e = sim_setup(s);
 	if (!e)
 		e = sim_kind_speeds(s);
+	if (!e)
+		e = sim_bw_start(s);
 	if (!e && s->s->priv_size) {
 		s->priv = calloc(1, s->s->priv_size);
 		e = s->priv ? 0 : ENOMEM;
@@ -724,6 +730,9 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 	for (unsigned v = 0; v < s->nv; v++)
 		sim_vp_schedule(s, v);
 	while (s->alive && s->nb_ev && !s->failed) {
+		/* Speeds under a bandwidth limit, once all of this instant's changes are in. */
+		if (s->nb_bw_dirty && s->heap[0].t > s->now)
+			sim_bw_flush(s);
 		struct sim_event ev = sim_pop(s);
 		if (c->snapshot && !s->snapshot_done && c->snapshot_at >= 0 && ev.t > c->snapshot_at)
 			sim_snapshot(s);

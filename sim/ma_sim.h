@@ -33,6 +33,8 @@ struct sim_machine {
 	const char *topology;       /* hwloc synthetic description, or @file.xml */
 	int smt;                    /* one VP per PU (else per core) */
 	double numa_factor;         /* time of a remote memory access / a local one */
+	double node_bw;             /* memory streams a NUMA node serves at full speed (a thread
+				       in its memory part is one); 0: no limit (bandwidth.c) */
 	double smt_pair;            /* speed of each of two busy siblings at equal level,
 				       relative to one running alone */
 	enum sim_smt_model smt_model;

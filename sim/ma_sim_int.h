@@ -15,6 +15,14 @@
 
 enum sim_tstate { SIM_T_READY, SIM_T_RUNNING, SIM_T_BLOCKED, SIM_T_DONE };
 
+/* A NUMA node's memory under a bandwidth limit: the threads computing with memory homed
+ * there, and how much slower their memory part runs for it (1: not at all). */
+struct sim_bw_node {
+	struct sim_ent *head;
+	double slow;
+	int dirty;                  /* its threads changed since slow was computed */
+};
+
 /* A thread or a bubble. The root bubble is opened on the machine's queue. */
 struct sim_ent {
 	uint64_t id;
@@ -56,6 +64,12 @@ struct sim_ent {
 	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
 	int run_home;               /* while running: the queue it counts in (sub_running) */
 	struct sim_ent *joiner;     /* a thread waiting in SIM_JOIN for this one to end */
+	/* while it computes with memory access under a bandwidth limit (bandwidth.c): the
+	 * node whose streams it counts in (-1: none), its place in that node's list, and
+	 * its memory part's a = mem * (numa_factor if remote), c = 1 - mem */
+	int bw_node;
+	struct sim_ent *bw_prev, *bw_next;
+	double bw_a, bw_c;
 	unsigned long posted;       /* SIM_EXCHANGEs reached */
 	double end;
 };
@@ -150,6 +164,8 @@ struct sim {
 	unsigned ex_threads;        /* threads with neighbours */
 	unsigned *nbuf;             /* scratch: one thread's neighbours (nb_threads) */
 	unsigned iterations, hw_changes;
+	struct sim_bw_node *bw;     /* per NUMA node, its streams (bandwidth.c); NULL: no limit */
+	unsigned *bw_dirty, nb_bw_dirty; /* the nodes to compute again before time moves on */
 	double *kind_speed;         /* per core kind (hwloc's index) */
 	unsigned nb_kinds;
 	uint64_t rng;
@@ -165,6 +181,8 @@ void sim_push(struct sim *s, double t, int kind, int who, unsigned long version)
 void sim_thread_ready(struct sim *s, struct sim_ent *t);
 void sim_vp_schedule(struct sim *s, unsigned v);
 void sim_core_rates(struct sim *s, int core);
+/* t's speed set again (it may have changed), its remaining work brought to now first. */
+void sim_reschedule(struct sim *s, struct sim_ent *t);
 void sim_arm_slice(struct sim *s, unsigned v);
 double sim_random(struct sim *s);
 void sim_fail(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -208,6 +226,16 @@ void sim_balance_stop(struct sim *s);
 /* snapshot.c */
 int sim_snapshot_write(struct sim *s, FILE *out);
 void sim_snapshot(struct sim *s);
+
+/* bandwidth.c */
+int sim_bw_start(struct sim *s);
+void sim_bw_stop(struct sim *s);
+/* Thread t started, stopped or changed phase: its memory's node is computed again at the
+ * next sim_bw_flush, which the engine calls before time moves on. */
+void sim_bw_track(struct sim *s, struct sim_ent *t);
+void sim_bw_flush(struct sim *s);
+/* How much slower the memory part of a thread homed on `node` runs now (1: no limit). */
+double sim_bw_slow(const struct sim *s, int node);
 
 /* model.c */
 /* Each core kind's speed: its FrequencyMaxMHz over the fastest's; 1 for all if a kind

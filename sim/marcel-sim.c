@@ -15,7 +15,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: marcel-sim [options]\n"
 		"  --machine NAME|KEY=VALUE[,KEY=VALUE...]  a preset (power5, itanium16, x86smt, xeon-ht) then\n"
-		"                 parameters: topology=SPEC smt=0|1 numa_factor=X smt_pair=X\n"
+		"                 parameters: topology=SPEC smt=0|1 numa_factor=X node_bw=X smt_pair=X\n"
 		"                 smt_model=share|power5 smt_up=X smt_down=X smt_idle=release|keep\n"
 		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X hw_lo=L hw_hi=L\n"
 		"                 (repeat the option to add to it; doc/simulator.md explains each)\n"
@@ -64,7 +64,8 @@ static int set_param(struct sim_machine *m, char *kv)
 		double *dst;
 		double lo, hi, scale;
 	} nums[] = {
-		{ "numa_factor", &m->numa_factor, 1, 100, 1 },   { "smt_pair", &m->smt_pair, 0.01, 1, 1 },
+		{ "numa_factor", &m->numa_factor, 1, 100, 1 },   { "node_bw", &m->node_bw, 0, 1e6, 1 },
+		{ "smt_pair", &m->smt_pair, 0.01, 1, 1 },
 		{ "smt_up", &m->smt_up, 0, 10, 1 },              { "smt_down", &m->smt_down, 0, 10, 1 },
 		{ "quiet_share", &m->quiet_share, 0, 0.5, 1 },   { "migrate_us", &m->migrate_s, 0, 1e6, 1e-6 },
 		{ "timeslice_ms", &m->timeslice_s, 0.001, 1e4, 1e-3 },  { "wake_us", &m->wake_s, 0, 1e6, 1e-6 },
