@@ -286,6 +286,20 @@ void sim_thread_ready(struct sim *s, struct sim_ent *t)
 		sim_notify(s, u->queue, t->last_vp);
 }
 
+/* Thread t, blocked at a barrier or in an exchange, may go on: ready at once, or after
+ * the OS's scheduler latency, which hwprio's policy spares it (the 002 seed's SCHED_HPC
+ * class: a woken task competes with no other process). */
+static void sim_release(struct sim *s, struct sim_ent *t)
+{
+	double lat = s->c->hw == SIM_HW_POLICY ? 0 : s->m->sched_latency_s;
+	if (!(lat > 0)) {
+		sim_thread_ready(s, t);
+		return;
+	}
+	t->latency += lat;
+	sim_push(s, s->now + lat, SIM_EV_AWAKE, t->index, ++t->version);
+}
+
 /* The thread a SPAWN or JOIN of t names, NULL (the run failed) if none. */
 static struct sim_ent *sim_thread_arg(struct sim *s, const struct sim_ent *t)
 {
@@ -340,7 +354,7 @@ static int sim_exchange(struct sim *s, struct sim_ent *t)
 		/* x waits for t alone if t was the last of its neighbours behind it. */
 		if (x->state == SIM_T_BLOCKED && x->phase.kind == SIM_EXCHANGE && x->posted == t->posted &&
 		    sim_exchange_done(s, x))
-			sim_thread_ready(s, x);
+			sim_release(s, x);
 		n = sim_neighbours(s, (unsigned)t->index); /* nbuf was reused */
 	}
 	return sim_exchange_done(s, t);
@@ -380,7 +394,7 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 			unsigned n = b->arrived - 1;
 			b->arrived = 0;
 			for (unsigned i = 0; i < n; i++)
-				sim_thread_ready(s, b->waiting[i]);
+				sim_release(s, b->waiting[i]);
 			/* The first barrier to complete marks the iterations, unless the threads
 			 * exchange with neighbours: then their exchanges do. */
 			if (s->iter_barrier < 0 && !s->w->neighbours)
@@ -784,6 +798,7 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		for (unsigned t = 0; !e && t < w->nb_threads; t++)
 			r->thread[t] = (struct sim_thread_result){ .run = s->thread[t].cpu, .wait = s->thread[t].wait,
 								  .end = s->thread[t].end,
+								  .latency = s->thread[t].latency,
 								  .migrations = s->thread[t].migrations,
 								  .last_vp = s->thread[t].last_vp };
 		for (unsigned v = 0; !e && v < s->nv; v++)

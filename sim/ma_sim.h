@@ -48,6 +48,9 @@ struct sim_machine {
 				       of the topology tree between the two */
 	double timeslice_s;         /* a VP's round robin among threads of its path */
 	double wake_s;              /* an idle VP notices new work within this (uniformly) */
+	double sched_latency_s;     /* the OS's scheduler latency: a thread released from a
+				       barrier or an exchange resumes this much later, in every
+				       run but under hwprio's policy (the seed's SCHED_HPC) */
 	int hw_lo, hw_hi;           /* the levels the hwprio backend reaches */
 };
 
@@ -163,6 +166,7 @@ struct sim_config {
 
 struct sim_thread_result {
 	double run, wait;           /* time computing, time waiting (barriers, queues) */
+	double latency;             /* of wait: released, held by the scheduler latency */
 	double end;                 /* when it ended */
 	unsigned migrations;
 	int last_vp;

@@ -59,7 +59,8 @@ struct sim_ent {
 	double cpu;                 /* time run so far */
 	double ready_at;            /* when it last became ready (its wait is counted) */
 	double wait;
-	unsigned long version;      /* invalidates its completion event */
+	double latency;             /* of wait: held by the scheduler latency */
+	unsigned long version;      /* invalidates its completion event (or its wake-up) */
 	unsigned migrations;
 	int home_node;              /* NUMA node of its memory (first touch), -1: none yet */
 	int run_home;               /* while running: the queue it counts in (sub_running) */

@@ -2,7 +2,7 @@
  * What the workload generators share: the spec's parsing (`NAME:KEY=VALUE:...`) and its
  * errors. workload.c holds the iterative codes (MetBench, stencils) and the list of
  * workloads; workload-apps.c the codes with more structure (BT-MZ, spawn trees, mixes of
- * applications); replay.c the replay of a trace.
+ * applications); workload-siesta.c the 002 seed's SIESTA; replay.c the replay of a trace.
  */
 #ifndef MA_WORKLOAD_H
 #define MA_WORKLOAD_H
@@ -16,6 +16,8 @@ int sim_werr(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 char *sim_next_kv(char **cursor, char **val);
 /* val as a number in [lo, hi] into *out: 0, or EINVAL naming key. */
 int sim_num(const char *key, const char *val, double lo, double hi, double *out, char *err, size_t errlen);
+/* loads=L,L,...: n non-negative numbers times unit into out[]: 0, or EINVAL naming `what`. */
+int sim_loads_list(const char *what, const char *list, unsigned n, double unit, double *out, char *err, size_t errlen);
 /* pin=VP,VP,...: n VP numbers below nb_vps into pin[]: 0, or EINVAL naming `what`. */
 int sim_pin_list(const char *what, const char *list, unsigned n, unsigned nb_vps, int *pin, char *err, size_t errlen);
 
@@ -23,5 +25,7 @@ int sim_pin_list(const char *what, const char *list, unsigned n, unsigned nb_vps
 int sim_btmz(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen);
 int sim_sumtime(struct sim_workload *w, char *args, char *err, size_t errlen);
 int sim_mix(struct sim_workload *w, char *args, char *err, size_t errlen);
+/* workload-siesta.c */
+int sim_siesta(struct sim_workload *w, char *args, unsigned nb_vps, char *err, size_t errlen);
 
 #endif

@@ -17,7 +17,8 @@ static void usage(FILE *out)
 		"  --machine NAME|KEY=VALUE[,KEY=VALUE...]  a preset (power5, itanium16, x86smt, xeon-ht) then\n"
 		"                 parameters: topology=SPEC smt=0|1 numa_factor=X node_bw=X smt_pair=X\n"
 		"                 smt_model=share|power5 smt_up=X smt_down=X smt_idle=release|keep\n"
-		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X hw_lo=L hw_hi=L\n"
+		"                 quiet_share=X migrate_us=X timeslice_ms=X wake_us=X sched_latency_us=X\n"
+		"                 hw_lo=L hw_hi=L\n"
 		"                 (repeat the option to add to it; doc/simulator.md explains each)\n"
 		"  --topology SPEC   the machine's topology (as MARCEL_TOPOLOGY: commas allowed, and\n"
 		"                    \"; cpukinds=PUS@MHZ/PUS@MHZ\" for core kinds, slowest first)\n"
@@ -69,6 +70,7 @@ static int set_param(struct sim_machine *m, char *kv)
 		{ "smt_up", &m->smt_up, 0, 10, 1 },              { "smt_down", &m->smt_down, 0, 10, 1 },
 		{ "quiet_share", &m->quiet_share, 0, 0.5, 1 },   { "migrate_us", &m->migrate_s, 0, 1e6, 1e-6 },
 		{ "timeslice_ms", &m->timeslice_s, 0.001, 1e4, 1e-3 },  { "wake_us", &m->wake_s, 0, 1e6, 1e-6 },
+		{ "sched_latency_us", &m->sched_latency_s, 0, 1e6, 1e-6 },
 	};
 	for (unsigned i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
 		if (!strcmp(kv, nums[i].key)) {
@@ -336,10 +338,10 @@ int main(int argc, char **argv)
 			if (per_thread)
 				for (unsigned t = 0; t < r.nb_threads; t++) {
 					double tot = r.thread[t].run + r.thread[t].wait;
-					printf("  thread %u: run %.4f s (%.2f%% of its time), wait %.4f s, ends at %.4f s, "
-					       "%u migrations, last VP %d\n",
+					printf("  thread %u: run %.4f s (%.2f%% of its time), wait %.4f s (%.4f s of it "
+					       "scheduler latency), ends at %.4f s, %u migrations, last VP %d\n",
 					       t, r.thread[t].run, tot > 0 ? 100 * r.thread[t].run / tot : 0, r.thread[t].wait,
-					       r.thread[t].end, r.thread[t].migrations, r.thread[t].last_vp);
+					       r.thread[t].latency, r.thread[t].end, r.thread[t].migrations, r.thread[t].last_vp);
 				}
 			sim_result_free(&r);
 		}

@@ -98,23 +98,49 @@ int sim_num(const char *key, const char *val, double lo, double hi, double *out,
 	return 0;
 }
 
-int sim_pin_list(const char *what, const char *list, unsigned n, unsigned nb_vps, int *pin, char *err, size_t errlen)
+/* n numbers from 0 up to hi (integers if integer) separated by commas, from list (the
+ * value of key) into out[]: 0, or EINVAL naming `what`; `kind` says what is expected,
+ * `noun` what they are counted as ("numbers", "VPs"). */
+static int sim_list(const char *what, const char *key, const char *list, unsigned n, double hi, int integer,
+		    const char *kind, const char *noun, double *out, char *err, size_t errlen)
 {
 	const char *p = list;
 	for (unsigned t = 0; t < n; t++) {
 		char *end;
-		long x = strtol(p, &end, 10);
-		if (end == p || x < 0 || x >= (long)nb_vps || (*end && *end != ','))
-			return sim_werr(err, errlen, "%s: pin=%s: expected %u VP numbers below %u separated by commas",
-					what, list, n, nb_vps);
-		pin[t] = (int)x;
+		double x = strtod(p, &end);
+		if (end == p || !(x >= 0 && x <= hi) || (integer && x != (double)(long)x) || (*end && *end != ','))
+			return sim_werr(err, errlen, "%s: %s=%s: expected %u %s separated by commas", what, key, list, n,
+					kind);
+		out[t] = x;
 		p = *end ? end + 1 : end;
 		if (!*end && t + 1 < n)
-			return sim_werr(err, errlen, "%s: pin=%s: %u VPs for %u ranks", what, list, t + 1, n);
+			return sim_werr(err, errlen, "%s: %s=%s: %u %s for %u ranks", what, key, list, t + 1, noun, n);
 	}
 	if (*p)
-		return sim_werr(err, errlen, "%s: pin=%s: more VPs than the %u ranks", what, list, n);
+		return sim_werr(err, errlen, "%s: %s=%s: more %s than the %u ranks", what, key, list, noun, n);
 	return 0;
+}
+
+int sim_loads_list(const char *what, const char *list, unsigned n, double unit, double *out, char *err, size_t errlen)
+{
+	int e = sim_list(what, "loads", list, n, HUGE_VAL, 0, "non-negative numbers", "numbers", out, err, errlen);
+	for (unsigned t = 0; !e && t < n; t++)
+		out[t] *= unit;
+	return e;
+}
+
+int sim_pin_list(const char *what, const char *list, unsigned n, unsigned nb_vps, int *pin, char *err, size_t errlen)
+{
+	double *x = calloc(n ? n : 1, sizeof(double));
+	char kind[48];
+	if (!x)
+		return sim_werr(err, errlen, "%s: pin=%s: out of memory", what, list);
+	snprintf(kind, sizeof(kind), "VP numbers below %u", nb_vps);
+	int e = sim_list(what, "pin", list, n, nb_vps - 1.0, 1, kind, "VPs", x, err, errlen);
+	for (unsigned t = 0; !e && t < n; t++)
+		pin[t] = (int)x[t];
+	free(x);
+	return e;
 }
 
 static int sim_alloc_common(struct sim_workload *w, unsigned n, unsigned nb_bubbles)
@@ -183,22 +209,8 @@ static int sim_metbench(struct sim_workload *w, char *args, unsigned nb_vps, cha
 	/* Default loads: MetBench's, a light rank (a quarter) beside each heavy one. */
 	for (unsigned t = 0; t < n; t++)
 		g->work[t] = (t % 2 ? 1.0 : 0.25) * unit;
-	if (loads) {
-		char *p = loads;
-		for (unsigned t = 0; t < n; t++) {
-			char *end;
-			double x = strtod(p, &end);
-			if (end == p || !(x >= 0) || (*end && *end != ','))
-				return sim_werr(err, errlen, "metbench: loads=%s: expected %u non-negative numbers separated by "
-						"commas", loads, n);
-			g->work[t] = x * unit;
-			p = *end ? end + 1 : end;
-			if (!*end && t + 1 < n)
-				return sim_werr(err, errlen, "metbench: loads=%s: %u numbers for %u ranks", loads, t + 1, n);
-		}
-		if (*p)
-			return sim_werr(err, errlen, "metbench: loads=%s: more numbers than the %u ranks", loads, n);
-	}
+	if (loads && sim_loads_list("metbench", loads, n, unit, g->work, err, errlen))
+		return EINVAL;
 	for (unsigned t = 0; t < n; t++) {
 		w->thread_bubble[t] = bubble ? 0 : -1;
 		w->pin[t] = pin ? (int)(t % nb_vps) : -1;
@@ -325,6 +337,8 @@ static const struct {
 	{ "mix", "apps=N/S/P/K,... mem=M: applications in bubbles, each K iterations of a serial phase S and a parallel "
 		 "one P" },
 	{ "replay", "file=TRACE scale=X mem=M: a MARCEL_TRACE file's threads, their slices as computation, gaps as waits" },
+	{ "siesta", "ranks=R loads=L,.. unit=S iters=T phases=K mem=M pin|pin=VP,..: the 002 seed's SIESTA, many short "
+		    "phases per iteration, each ending in a rendezvous with every other rank" },
 	{ "contend", "progs=INT|FP|L2C[*K],... reps=R | shells=1|2, unit=S nohints pin=VP,..: the 001 seed's SPEC programs "
 		     "on SMT siblings, with their load metrics" },
 };
@@ -350,7 +364,7 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 		which++;
 	if (which == nb)
 		e = sim_werr(err, errlen, "workload '%s' is not one of: metbench, metbenchvar, stencil, btmz, sumtime, "
-			     "mix, replay, contend", copy);
+			     "mix, replay, siesta, contend", copy);
 	else if (!strcmp(copy, "metbench") || !strcmp(copy, "metbenchvar"))
 		e = sim_metbench(w, args, nb_vps, err, errlen, !strcmp(copy, "metbenchvar"));
 	else if (!strcmp(copy, "stencil"))
@@ -361,6 +375,8 @@ int sim_workload_make(struct sim_workload *w, const char *spec, unsigned nb_vps,
 		e = sim_sumtime(w, args, err, errlen);
 	else if (!strcmp(copy, "mix"))
 		e = sim_mix(w, args, err, errlen);
+	else if (!strcmp(copy, "siesta"))
+		e = sim_siesta(w, args, nb_vps, err, errlen);
 	else if (!strcmp(copy, "contend"))
 		e = sim_contend(w, args, nb_vps, err, errlen);
 	else
