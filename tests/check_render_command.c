@@ -277,6 +277,8 @@ START_TEST(browser_screenshot)
 	}
 	const struct tj_node *cov = tj_get(&shots->items[0], "colours");
 	ck_assert_ptr_nonnull(cov);
+	/* The live run's two outer bubbles (g1 and g2, g3 inside g2). */
+	ck_assert_msg(cov->n == 2, "%u bubble colours measured (%s), not 2", cov->n, colours);
 	for (unsigned k = 0; k < cov->n; k++) {
 		long long px = ma_rt_jint(cov, cov->keys[k]);
 		ck_assert_msg(px > 16 * 12, "bubble colour %s covers %lld pixels of the snapshot: no more than its swatch",
