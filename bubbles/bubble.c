@@ -95,6 +95,7 @@ struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *pub)
 		return b;
 	if (m == 0 || m == MA_BUBBLE_INITIALISING) {
 		/* MARCEL_BUBBLE_INITIALIZER: all zero. Only the one that claims it sets it up. */
+		ma_tree_want();
 		unsigned zero = 0;
 		if (ma_cas_acquire(&b->magic, &zero, MA_BUBBLE_INITIALISING)) {
 			ma_bubble_setup(b);
@@ -113,6 +114,9 @@ struct ma_bubble *ma_bubble_get_slow(marcel_bubble_t *pub)
 struct ma_bubble *ma_bubble_get(marcel_bubble_t *pub)
 {
 	struct ma_bubble *b = ma_bubble_get_raw(pub);
+	/* Whoever names the root looks at the tree (free.c). */
+	if (b == ma_root_bubble)
+		ma_tree_want();
 	/* Acquire: seeing it public, we see what its VP wrote while it was private. */
 	if (b && ma_unlikely(atomic_load_explicit(&b->unit.private_w, memory_order_acquire) != NULL))
 		ma_bubble_unprivate(b);
@@ -126,6 +130,7 @@ int marcel_bubble_init(marcel_bubble_t *pub)
 		return EINVAL;
 	if (b == ma_root_bubble)
 		return EBUSY;
+	ma_tree_want();
 	/* The storage of a private bubble that was let go of without a destroy: its VP must
 	 * forget it before it is set up again (private.c). */
 	if (ma_read_once(&b->magic) == MA_BUBBLE_MAGIC)
@@ -444,8 +449,7 @@ static int ma_member_add_untreed(struct ma_bubble *p, struct ma_bubble *s, int e
 	return 1;
 }
 
-/* Links e into b's members (b locked). */
-static void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member)
+void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member)
 {
 	ma_list_add_tail(&b->members, &e->member_node);
 	b->nb_members++;
@@ -1032,6 +1036,7 @@ static struct ma_bubble *ma_children_bubble(struct marcel_task *self)
 {
 	if (self->children_bubble)
 		return self->children_bubble;
+	ma_tree_want();
 	/* It goes into our bubble, and counts there: not while that one is private. */
 	struct ma_worker *w = ma_worker_self();
 	if (w && ma_worker_current(w) == self)
@@ -1171,6 +1176,10 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 		       struct ma_runqueue *rq, int start)
 {
 	struct ma_bubble *b = attr ? ma_bubble_of(attr->natural_bubble) : NULL;
+	/* Outside the tree while nothing looks at it (free.c). */
+	if (!b && ma_likely(!atomic_load_explicit(&ma_tree_wanted, memory_order_relaxed)) &&
+	    ma_likely(!ma_free_task_new(w, t, pid, rq, start)))
+		return 0;
 	if (b && ma_unlikely(ma_load_acquire(&b->magic) != MA_BUBBLE_MAGIC))
 		return ma_bubble_task_new_slow(w, t, pid, attr, rq, start);
 	ma_task_born(w, t, pid);
@@ -1187,8 +1196,12 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 int ma_bubble_task_start(struct marcel_task *t, int at_end)
 {
 	struct ma_bubble *b = ma_entity_parent(&t->e);
-	if (!b)
-		return EINVAL;
+	if (!b) {
+		int e = ma_free_task_start(t);
+		if (e != EAGAIN)
+			return e;
+		b = ma_entity_parent(&t->e);
+	}
 	/* A bubble private to a VP whose threads still run is theirs to publish
 	 * (private.c). */
 	if (at_end && atomic_load_explicit(&b->unit.private_w, memory_order_acquire))
@@ -1210,8 +1223,17 @@ void ma_bubble_task_exit(struct marcel_task *t)
 	 * statistics sum up the tree, and one shared root counter would be written by every
 	 * exit). */
 	struct ma_bubble *b = ma_entity_parent(&t->e);
-	if (!b)
+	if (!b) {
+		/* Free (free.c), unless the tree adopted it meanwhile. */
+		if (t->is_idle || ma_free_task_leave(t))
+			return;
+		ma_tree_lock();
+		b = ma_entity_parent(&t->e);
+		if (b)
+			ma_member_remove_cpu(b, &t->e, ma_task_cpu_ns(t), 0);
+		ma_tree_unlock();
 		return;
+	}
 	unsigned long long cpu = ma_task_cpu_ns(t);
 	if (w && atomic_load_explicit(&b->unit.private_w, memory_order_relaxed) == w) {
 		ma_private_task_exit(b, t, cpu);
@@ -1273,6 +1295,9 @@ marcel_bubble_t *marcel_bubble_holding_task(marcel_t t)
 	if (!t || !ma_task_valid(t))
 		return NULL;
 	struct ma_bubble *b = ma_entity_parent(&t->e);
+	/* A free thread (free.c) is the root's, as every thread that names no bubble. */
+	if (!b && !t->is_idle)
+		b = ma_root_bubble;
 	return b ? ma_bubble_pub(b) : NULL;
 }
 
@@ -1483,6 +1508,7 @@ int ma_bubbles_start(void)
 {
 	ma_bubble_hooks_install();
 	ma_spin_init(&ma_bubble_tree_lock);
+	atomic_store(&ma_tree_wanted, 0);
 	/* Strategies compare a bubble's count with numbers of VPs, plus one at most
 	 * (strategies/steal.c): up to there, counts must be exact. */
 	ma_count_cap = (long)ma_rt.nb_vps + 2;

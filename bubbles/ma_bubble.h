@@ -380,6 +380,25 @@ void ma_unit_back(struct ma_holder *unit) MA_HIDDEN;
 int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
 		       struct ma_runqueue *rq, int start) MA_HIDDEN;
 int ma_bubble_task_start(struct marcel_task *t, int at_end) MA_HIDDEN;
+/* bubble.c: links e into b's members (b locked), explicitly named or not. */
+void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member) MA_HIDDEN;
+/* free.c: threads outside the bubble tree until something looks at it. */
+extern atomic_int ma_tree_wanted MA_HIDDEN;
+/* Something is about to look at the bubble tree: every free thread joins the root bubble
+ * (once per runtime; a load after that). Takes the tree lock: not with it or a bubble's
+ * lock held. */
+void ma_tree_want(void) MA_HIDDEN;
+/* ma_bubble_task_new for a thread that names no bubble while the tree is not wanted: 0
+ * (born, started if `start`), or -1 (nothing done) if the root sends its members to no
+ * queue now. */
+int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, struct ma_runqueue *rq,
+		     int start) MA_HIDDEN;
+/* marcel_wake_up_created_thread of a thread read with no bubble: 0 (started), EINVAL (not
+ * BORN), or EAGAIN: it is the root's member now, start it as such. */
+int ma_free_task_start(struct marcel_task *t) MA_HIDDEN;
+/* The exit of a thread read with no bubble: 1 if nothing more is to be done, 0 if the
+ * tree may have adopted it (then remove it under the tree lock). */
+int ma_free_task_leave(struct marcel_task *t) MA_HIDDEN;
 /* threads.c */
 void ma_bubble_describe(FILE *out, struct marcel_task *t) MA_HIDDEN;
 /* private.c: publishes every private bubble of w (the caller's VP), oldest first (done

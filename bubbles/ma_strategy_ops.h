@@ -59,6 +59,10 @@ struct ma_strategy {
 	 * work (bubbles/private.c): right for a strategy that keeps a woken bubble where it
 	 * started anyway. */
 	unsigned char private_levels;
+	/* Its hooks never read the root bubble's members or children bubbles, so threads
+	 * created before the program asks for a bubble may stay outside the tree
+	 * (bubbles/free.c); any other strategy, once selected, puts them in. */
+	unsigned char free_threads;
 	/* Period of the strategy's heartbeat in microseconds, 0: none. While the strategy
 	 * is in use, a decision list with `beat` set (ma_dlist) brings decide_tick back once,
 	 * on a view without root, that long after: the clock a strategy watches time slices

@@ -280,6 +280,8 @@ struct marcel_snapshot *marcel_sched_snapshot(void)
 		errno = EPERM;
 		return NULL;
 	}
+	/* The picture shows every thread in the tree. */
+	ma_tree_want();
 	struct ma_snap c = { 0 };
 	struct marcel_snapshot *s = calloc(1, sizeof(*s));
 	if (!s) {

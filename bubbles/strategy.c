@@ -254,6 +254,9 @@ int ma_strategy_select(const struct ma_strategy *s)
 {
 	atomic_store(&ma_sched_begun, 0);
 	atomic_store(&ma_strategy_handle_cur, NULL);
+	/* Before the strategy lock: adopting free threads takes the tree lock. */
+	if (!s->free_threads)
+		ma_tree_want();
 	struct ma_strategy_use *u;
 	ma_strategy_lock_take();
 	int e = ma_use_start(s, &u);
@@ -351,6 +354,8 @@ static void ma_strategy_rescue(void)
 
 int ma_strategy_switch(const struct ma_strategy *s, const void *handle, const void **old_handle)
 {
+	if (!s->free_threads)
+		ma_tree_want();
 	ma_strategy_lock_take();
 	struct ma_strategy_use *old = atomic_load_explicit(&ma_strategy_cur, memory_order_relaxed);
 	const void *oh = atomic_load(&ma_strategy_handle_cur);
@@ -516,6 +521,7 @@ int marcel_bubble_sched_begin(void)
 {
 	if (!ma_rt.running)
 		return EPERM;
+	ma_tree_want();
 	atomic_store(&ma_sched_begun, 1);
 	ma_strategy_begin_current();
 	return 0;

@@ -507,6 +507,8 @@ int ma_hwprio_start(void)
 		int core = ma_hw_item_of(v, MA_LEVEL_CORE);
 		ma_hw.st.slot[v].domain = core >= 0 ? core : -1 - (int)v;
 	}
+	/* It judges threads by their bubbles: every thread must be in the tree (free.c). */
+	ma_tree_want();
 	ma_hw.iter_key = NULL;
 	ma_hw.iter_weak = 0;
 	ma_hw.explicit_iter = 0;

@@ -222,6 +222,9 @@ struct marcel_task {
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;
 	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
+	/* Set (sequentially consistent) by the exit of a thread outside the bubble tree
+	 * (bubbles/free.c), before it checks whether the tree is wanted. */
+	atomic_uchar tree_exit;
 	/* What the asymmetry-aware strategies read in views: a master thread (marcel_task_
 	 * setmaster; main's is set at start), and whether it polls a busy primitive now
 	 * (ma_spin_notify: runnable to the machine, waiting to the program). Written by

@@ -122,6 +122,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	MA_ZERO_ATOMIC(t->hosts_seed);
 	MA_ZERO_ATOMIC(t->move_req);
 	MA_ZERO_ATOMIC(t->stray);
+	MA_ZERO_ATOMIC(t->tree_exit);
 	if (ma_read_once(&t->e.ready_holder))
 		ma_write_once(&t->e.ready_holder, NULL);
 	/* Read locks still held when it ended (a misuse rwlock.c cannot diagnose then). */

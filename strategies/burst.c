@@ -84,4 +84,7 @@ const struct ma_strategy ma_strategy_burst = {
 	.description = "VPs pull bubbles down toward them; bubbles burst at their level, regenerated every 20 ms",
 	.decide_pick = ma_burst_pick,
 	.default_timeslice_us = MA_BURST_TIMESLICE_US,
+	/* It sees closed bubbles on the queues only; the root and the children bubbles stay
+	 * opened: threads that name no bubble may stay outside the tree. */
+	.free_threads = 1,
 };

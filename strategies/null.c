@@ -28,4 +28,6 @@ const struct ma_strategy ma_strategy_null = {
 	.decide_submit = ma_null_submit,
 	/* It reads nothing of the queues. */
 	.view_detail = MA_VIEW_SHAPE,
+	/* A bubble is its only business: threads that name none may stay outside the tree. */
+	.free_threads = 1,
 };

@@ -154,6 +154,14 @@ START_TEST(children_bubbles)
 {
 	ma_test_init();
 	ck_assert_ptr_eq(marcel_bubble_holding_task(marcel_self()), &marcel_root_bubble);
+	/* Children bubbles exist once the program asks for a bubble (bubbles/free.c): until
+	 * then, under the default strategy, threads that name none are the root's. */
+	marcel_t free_one;
+	ck_assert_int_eq(marcel_create_dontsched(&free_one, NULL, count_fn, NULL), 0);
+	ck_assert_ptr_eq(marcel_bubble_holding_task(free_one), &marcel_root_bubble);
+	ck_assert_int_eq(marcel_wake_up_created_thread(free_one), 0);
+	ck_assert_int_eq(marcel_join(free_one, NULL), 0);
+	ck_assert_ptr_nonnull(marcel_bubble_children());
 	marcel_t p;
 	ck_assert_int_eq(marcel_create(&p, NULL, parent_fn, NULL), 0);
 	ck_assert_ptr_eq(marcel_bubble_holding_bubble(marcel_bubble_holding_task(p)), &marcel_root_bubble);
@@ -235,6 +243,8 @@ static any_t orphan_kid_fn(any_t arg)
 static any_t orphan_parent_fn(any_t arg)
 {
 	marcel_t *kid = arg;
+	/* Asked for, so that the child goes into it (bubbles/free.c). */
+	ck_assert_ptr_nonnull(marcel_bubble_children());
 	ck_assert_int_eq(marcel_create(kid, NULL, orphan_kid_fn, NULL), 0);
 	return NULL;
 }
