@@ -45,6 +45,23 @@ static any_t side(any_t arg)
 	return NULL;
 }
 
+static marcel_sem_t sems[2];
+
+static any_t sem_side(any_t arg)
+{
+	int me = *(int *)arg, other = !me;
+	for (long i = 0; i < n_ops; i++) {
+		if (me == 0) {
+			SHAPE_CHECK(marcel_sem_post(&sems[other]));
+			SHAPE_CHECK(marcel_sem_wait(&sems[me]));
+		} else {
+			SHAPE_CHECK(marcel_sem_wait(&sems[me]));
+			SHAPE_CHECK(marcel_sem_post(&sems[other]));
+		}
+	}
+	return NULL;
+}
+
 /* One run of the shape: ns per operation. */
 static double run(enum shape s, long n, marcel_t *all)
 {
@@ -82,6 +99,13 @@ static double run(enum shape s, long n, marcel_t *all)
 		SHAPE_CHECK(marcel_join(t[1], NULL));
 		ops = 2.0 * (double)n;
 		break;
+	case SHAPE_SEM:
+		SHAPE_CHECK(marcel_create(&t[1], NULL, sem_side, &side_ids[1]));
+		SHAPE_CHECK(marcel_create(&t[0], NULL, sem_side, &side_ids[0]));
+		SHAPE_CHECK(marcel_join(t[0], NULL));
+		SHAPE_CHECK(marcel_join(t[1], NULL));
+		ops = 2.0 * (double)n;
+		break;
 	default:
 		break;
 	}
@@ -98,6 +122,8 @@ int main(int argc, char **argv)
 	SHAPE_CHECK(marcel_mutex_init(&h.m, NULL));
 	SHAPE_CHECK(marcel_cond_init(&h.c[0], NULL));
 	SHAPE_CHECK(marcel_cond_init(&h.c[1], NULL));
+	SHAPE_CHECK(marcel_sem_init(&sems[0], 0));
+	SHAPE_CHECK(marcel_sem_init(&sems[1], 0));
 	marcel_t *all = o.shape == SHAPE_BATCH ? malloc((size_t)o.n * sizeof(*all)) : NULL;
 	if (o.shape == SHAPE_BATCH && !all)
 		shape_fail("malloc", -1);

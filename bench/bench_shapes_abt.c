@@ -46,6 +46,46 @@ static void side(void *arg)
 	SHAPE_CHECK(ABT_mutex_unlock(h.m));
 }
 
+/* A counting semaphore as an Argobots program would build one. */
+struct abt_sem {
+	ABT_mutex m;
+	ABT_cond c;
+	long count;
+};
+
+static struct abt_sem sems[2];
+
+static void sem_post(struct abt_sem *s)
+{
+	SHAPE_CHECK(ABT_mutex_lock(s->m));
+	s->count++;
+	SHAPE_CHECK(ABT_cond_signal(s->c));
+	SHAPE_CHECK(ABT_mutex_unlock(s->m));
+}
+
+static void sem_wait(struct abt_sem *s)
+{
+	SHAPE_CHECK(ABT_mutex_lock(s->m));
+	while (!s->count)
+		SHAPE_CHECK(ABT_cond_wait(s->c, s->m));
+	s->count--;
+	SHAPE_CHECK(ABT_mutex_unlock(s->m));
+}
+
+static void sem_side(void *arg)
+{
+	int me = *(int *)arg, other = !me;
+	for (long i = 0; i < n_ops; i++) {
+		if (me == 0) {
+			sem_post(&sems[other]);
+			sem_wait(&sems[me]);
+		} else {
+			sem_wait(&sems[me]);
+			sem_post(&sems[other]);
+		}
+	}
+}
+
 /* Joins and frees t: the pair marcel_join is compared with. */
 static void join(ABT_thread *t)
 {
@@ -85,6 +125,13 @@ static double run(enum shape s, long n, ABT_thread *all)
 		join(&t[1]);
 		ops = 2.0 * (double)n;
 		break;
+	case SHAPE_SEM:
+		SHAPE_CHECK(ABT_thread_create(pool, sem_side, &side_ids[1], ABT_THREAD_ATTR_NULL, &t[1]));
+		SHAPE_CHECK(ABT_thread_create(pool, sem_side, &side_ids[0], ABT_THREAD_ATTR_NULL, &t[0]));
+		join(&t[0]);
+		join(&t[1]);
+		ops = 2.0 * (double)n;
+		break;
 	default:
 		break;
 	}
@@ -103,6 +150,10 @@ int main(int argc, char **argv)
 	SHAPE_CHECK(ABT_mutex_create(&h.m));
 	SHAPE_CHECK(ABT_cond_create(&h.c[0]));
 	SHAPE_CHECK(ABT_cond_create(&h.c[1]));
+	for (int i = 0; i < 2; i++) {
+		SHAPE_CHECK(ABT_mutex_create(&sems[i].m));
+		SHAPE_CHECK(ABT_cond_create(&sems[i].c));
+	}
 	ABT_thread *all = o.shape == SHAPE_BATCH ? malloc((size_t)o.n * sizeof(*all)) : NULL;
 	if (o.shape == SHAPE_BATCH && !all)
 		shape_fail("malloc", -1);
@@ -114,6 +165,10 @@ int main(int argc, char **argv)
 	ABT_cond_free(&h.c[0]);
 	ABT_cond_free(&h.c[1]);
 	ABT_mutex_free(&h.m);
+	for (int i = 0; i < 2; i++) {
+		ABT_cond_free(&sems[i].c);
+		ABT_mutex_free(&sems[i].m);
+	}
 	SHAPE_CHECK(ABT_finalize());
 	return 0;
 }

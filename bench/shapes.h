@@ -1,5 +1,5 @@
 /*
- * The four shapes timed against Argobots (bench/vs-argobots), shared by bench_shapes.c
+ * The shapes timed against Argobots (bench/vs-argobots), shared by bench_shapes.c
  * (marcel) and bench_shapes_abt.c (Argobots): the same command line, the same work, one
  * figure per run, so that a driver can interleave the two libraries' runs and count
  * their instructions the same way (callgrind, N against 2N operations).
@@ -9,6 +9,10 @@
  *   batch        n created, then all joined: ns per thread
  *   condhandoff  two threads on one worker hand a turn back and forth n times with a
  *                mutex and a condition each: ns per hand-off
+ *   sem          two threads on one worker hand a turn back and forth n times with a
+ *                semaphore each (post the other's, wait on one's own): ns per hand-off.
+ *                Argobots has no semaphore: its peer is the usual one built from a
+ *                mutex, a condition and a count.
  *
  * usage: PROG --shape S [--n N] [--warmup W]: prints "SHAPE ns=X n=N" after W (1) warm-up
  * runs of the same size; --warmup 0 for instruction counts.
@@ -21,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-enum shape { SHAPE_YIELD, SHAPE_CREATE1, SHAPE_BATCH, SHAPE_CONDHANDOFF, SHAPE_NB };
-static const char *const shape_names[SHAPE_NB] = { "yield", "create1", "batch", "condhandoff" };
+enum shape { SHAPE_YIELD, SHAPE_CREATE1, SHAPE_BATCH, SHAPE_CONDHANDOFF, SHAPE_SEM, SHAPE_NB };
+static const char *const shape_names[SHAPE_NB] = { "yield", "create1", "batch", "condhandoff", "sem" };
 /* Default sizes: runs of about 50-100 ms here. */
-static const long shape_default_n[SHAPE_NB] = { 2000000, 500000, 100000, 500000 };
+static const long shape_default_n[SHAPE_NB] = { 2000000, 500000, 100000, 500000, 500000 };
 
 struct shape_opts {
 	enum shape shape;
@@ -34,7 +38,7 @@ struct shape_opts {
 
 static inline void shape_usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s --shape yield|create1|batch|condhandoff [--n N (1 to 10^8)] [--warmup W (0 to 10)]\n",
+	fprintf(stderr, "usage: %s --shape yield|create1|batch|condhandoff|sem [--n N (1 to 10^8)] [--warmup W (0 to 10)]\n",
 		prog);
 	exit(2);
 }
@@ -51,7 +55,7 @@ static inline void shape_parse(int argc, char **argv, struct shape_opts *o)
 				if (!strcmp(s, shape_names[k]))
 					o->shape = (enum shape)k;
 			if (o->shape == SHAPE_NB) {
-				fprintf(stderr, "%s: --shape %s: expected yield, create1, batch or condhandoff\n", argv[0], s);
+				fprintf(stderr, "%s: --shape %s: expected yield, create1, batch, condhandoff or sem\n", argv[0], s);
 				exit(2);
 			}
 		} else if (!strcmp(argv[i], "--n") && i + 1 < argc) {

@@ -4,12 +4,12 @@
  * A request is one bit (MA_CANCEL_REQ) of the target's `cancel` word, set with an atomic
  * read-modify-write; the thread's own state and type are other bits of that word, which
  * it changes with read-modify-writes too. A thread acts on a request only at a
- * cancellation point (ma_cancel_point on entry, ma_waiter_wait_point while it blocks),
+ * cancellation point (ma_cancel_point on entry, ma_waiter_block while it blocks),
  * so it never ends in the middle of a marcel call: every point first undoes what its
  * wait registered (a wait-queue node, a timer, a joiner's link), as it does on a
  * timeout, and only then ends through marcel_exit (ma_cancel_act).
  *
- * Waking a blocked target without a lost wake-up: ma_waiter_wait_point sets at_point,
+ * Waking a blocked target without a lost wake-up: ma_waiter_block sets at_point,
  * publishes BLOCKED with a compare-and-swap, then reads `cancel`; marcel_cancel sets REQ,
  * then reads the state, both sequentially consistent. Either the waiter sees the request
  * and does not sleep, or marcel_cancel sees BLOCKED -- and at_point through that CAS -- and
@@ -17,57 +17,24 @@
  * point: a wake-up elsewhere (a mutex wait) would only cost it a spurious round. Late
  * wake-ups are harmless for the same reason: every ma_waiter wait re-checks `done`.
  *
- * Invariants: at_point is 0 outside ma_waiter_wait_point; `cancel` is reset when a
+ * Invariants: at_point is 0 outside ma_waiter_block; `cancel` is reset when a
  * descriptor is given to a new thread (thread.c), `cleanup` when it is freed (task.c);
  * MA_CANCEL_ENDING, set once a thread runs its handlers or key destructors at its end,
  * keeps any point in them from acting again.
  */
 #include <errno.h>
-#include "ma_signal.h"
+#include "ma_waitq.h"
 
-/* Waiting at a cancellation point: ma_waiter_wait's loop, plus the request check. */
+/* Waiting at a cancellation point: ma_waiter_wait's loop, plus the request check
+ * (ma_waitq.h: the loop is shared with the waits that have a deadline). */
 int ma_waiter_wait_point(struct ma_waiter *wt)
 {
-	struct marcel_task *self = wt->task;
-	if (!self) {
+	if (!wt->task) {
 		/* A kernel thread that is not a marcel thread: nothing can cancel it. */
 		ma_waiter_wait(wt);
 		return 0;
 	}
-	/* Relaxed: the CAS to BLOCKED below publishes it to marcel_cancel. */
-	atomic_store_explicit(&self->at_point, 1, memory_order_relaxed);
-	int e = 0;
-	while (!atomic_load_explicit(&wt->done, memory_order_acquire)) {
-		int s = MA_TASK_BLOCKING;
-		if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_BLOCKED)) {
-			if (ma_unlikely(ma_cancel_due(self))) {
-				s = MA_TASK_BLOCKED;
-				if (atomic_compare_exchange_strong(&self->state, &s, MA_TASK_RUNNING)) {
-					e = ECANCELED;
-					break;
-				}
-				/* Someone saw BLOCKED and is waking us: that wake-up waits for our
-				 * switch out (wake_pending), which requeues us at once. */
-			}
-			if (ma_unlikely(ma_sig_due(self)) && ma_sig_unblock(self))
-				continue;
-			self->post = MA_POST_BLOCK;
-			ma_schedule_blocked(ma_worker_self(), self);
-			continue;
-		}
-		/* A waker cancelled the block, or we were woken and run again. */
-		if (atomic_load_explicit(&wt->done, memory_order_acquire))
-			break;
-		if (ma_cancel_due(self)) {
-			e = ECANCELED;
-			break;
-		}
-		ma_sig_check(self);
-		atomic_store(&self->state, MA_TASK_BLOCKING);
-	}
-	atomic_store_explicit(&self->at_point, 0, memory_order_relaxed);
-	atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
-	return e;
+	return ma_waiter_block(wt, NULL, 1);
 }
 
 _Noreturn void ma_cancel_act(struct marcel_task *self)

@@ -1,20 +1,16 @@
 /*
- * Condition variables: a sequence number bumped by every signal, and the waiters queued
- * on its address. A waiter reads the number while it still holds the mutex and blocks
- * only if it has not moved, so a signal between the unlock and the block is never lost.
- * Signals may wake a later waiter than the oldest (POSIX allows it) and broadcast wakes
- * every waiter, which then compete for the mutex.
+ * Condition variables: the waiters queue in the condition's own word (ma_waitq.h). A
+ * waiter queues itself while it still holds the mutex, then releases it and blocks, so a
+ * signal from a thread that takes the mutex after the release always finds it. A signal
+ * takes the oldest waiter out and wakes it -- on the signaller's VP that puts it in the
+ * VP's runnext slot, no queue lock on either side -- and broadcast takes them all; the
+ * woken threads then compete for the mutex.
  */
-#include "ma_sync.h"
+#include "ma_waitq.h"
 
-static inline atomic_uint *ma_cseq(marcel_cond_t *c)
+static inline _Atomic uint64_t *ma_cq(marcel_cond_t *c)
 {
-	return (atomic_uint *)&c->__seq;
-}
-
-static inline atomic_uint *ma_cwaiters(marcel_cond_t *c)
-{
-	return (atomic_uint *)&c->__waiters;
+	return (_Atomic uint64_t *)&c->__waiters;
 }
 
 int marcel_condattr_init(marcel_condattr_t *attr)
@@ -72,7 +68,6 @@ int marcel_cond_init(marcel_cond_t *c, const marcel_condattr_t *attr)
 {
 	if (!c || (attr && attr->__magic != MA_SYNC_ATTR_MAGIC))
 		return EINVAL;
-	c->__seq = 0;
 	c->__waiters = 0;
 	c->__clock = attr ? attr->__clock : CLOCK_REALTIME;
 	c->__pad = 0;
@@ -83,7 +78,8 @@ int marcel_cond_destroy(marcel_cond_t *c)
 {
 	if (!c)
 		return EINVAL;
-	return ma_wait_leavers(ma_cwaiters(c), ma_cseq(c));
+	/* Woken waiters never read c again (ma_waitq.h): only the queue matters. */
+	return atomic_load(ma_cq(c)) ? EBUSY : 0;
 }
 
 /* A cancellation point (cancel.c): a request pending on entry acts with the mutex held;
@@ -91,21 +87,23 @@ int marcel_cond_destroy(marcel_cond_t *c)
  * acting, so the cleanup handlers run with the mutex held (POSIX). */
 static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
 {
-	if (ma_read_once(&m->__owner) != ma_owner_self())
+	struct ma_worker *w = ma_worker_self();
+	struct marcel_task *self = ma_likely(w != NULL) ? ma_worker_current(w) : NULL;
+	void *owner = self ? (void *)self : ma_owner_foreign();
+	if (ma_read_once(&m->__owner) != owner)
 		return EPERM;
 	if (deadline == MA_NO_DEADLINE && ma_after_failed_init())
 		return ma_not_running("marcel_cond_wait", EPERM);
-	struct marcel_task *self = ma_task_self();
 	ma_cancel_point(self);
-	atomic_fetch_add(ma_cwaiters(c), 1);
-	unsigned seq = atomic_load(ma_cseq(c));
+	struct ma_wq_node n;
+	ma_wq_node_init(&n, self);
+	ma_wq_push(ma_cq(c), &n);
 	unsigned depth = ma_mutex_release_all(m);
-	int e = ma_fwait_u32_spin(ma_cseq(c), seq, deadline, 1);
-	atomic_fetch_sub(ma_cwaiters(c), 1);
-	ma_mutex_reacquire(m, depth);
+	int e = ma_wq_wait(ma_cq(c), &n, deadline, 1);
+	ma_mutex_reacquire(m, owner, depth);
 	if (ma_unlikely(e == ECANCELED))
 		ma_cancel_act(self);
-	return e == ETIMEDOUT ? ETIMEDOUT : 0;
+	return e;
 }
 
 int marcel_cond_wait(marcel_cond_t *c, marcel_mutex_t *m)
@@ -123,22 +121,25 @@ int marcel_cond_timedwait(marcel_cond_t *c, marcel_mutex_t *m, const struct time
 	return ma_cond_wait(c, m, deadline);
 }
 
-static int ma_cond_wake(marcel_cond_t *c, unsigned n)
-{
-	if (!c)
-		return EINVAL;
-	atomic_fetch_add(ma_cseq(c), 1);
-	if (atomic_load(ma_cwaiters(c)))
-		ma_fwake(ma_cseq(c), n);
-	return 0;
-}
-
 int marcel_cond_signal(marcel_cond_t *c)
 {
-	return ma_cond_wake(c, 1);
+	if (ma_unlikely(!c))
+		return EINVAL;
+	struct ma_wq_node *n = ma_wq_pop(ma_cq(c));
+	if (n)
+		ma_waiter_wake(&n->w);
+	return 0;
 }
 
 int marcel_cond_broadcast(marcel_cond_t *c)
 {
-	return ma_cond_wake(c, ~0u);
+	if (ma_unlikely(!c))
+		return EINVAL;
+	struct ma_wq_node *n = ma_wq_pop_all(ma_cq(c));
+	while (n) {
+		struct ma_wq_node *next = n->next; /* read before the wake: n may vanish after it */
+		ma_waiter_wake(&n->w);
+		n = next;
+	}
+	return 0;
 }

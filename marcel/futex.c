@@ -242,14 +242,6 @@ static int ma_u32_check(const void *arg)
 	return ma_load_seq_cst(c->addr) == c->val;
 }
 
-/* Whether worker w has something else to run: its runnext slot, or a queue of its path.
- * A waiter that polls then only delays it, and maybe its own waker on the same VP. */
-static int ma_worker_has_work(const struct ma_worker *w)
-{
-	int prio;
-	return w->runnext || ma_peek_next(w, MA_MAX_PRIO - 1, &prio);
-}
-
 /*
  * Spin, then block (the 004 seed's spin-then-notify): a marcel thread polls the word for
  * up to MARCEL_SPIN rounds before it queues, marked as spinning meanwhile, so that a

@@ -176,10 +176,64 @@ static inline int ma_owner_running(const void *owner)
 
 void ma_spin_notify(int spinning) MA_HIDDEN;
 
-/* For condition variables: drops m whatever its recursion depth, returning the depth;
- * then takes it back at that depth. */
-unsigned ma_mutex_release_all(marcel_mutex_t *m) MA_HIDDEN;
-void ma_mutex_reacquire(marcel_mutex_t *m, unsigned depth) MA_HIDDEN;
+/* Whether worker w has something else to run: its runnext slot, or a queue of its path.
+ * A waiter that polls then only delays it, and maybe its own waker on the same VP. */
+static inline int ma_worker_has_work(const struct ma_worker *w)
+{
+	int prio;
+	return w->runnext || ma_peek_next(w, MA_MAX_PRIO - 1, &prio);
+}
+
+/* ---- mutexes (mutex.c): the word, and the fast paths conditions inline ---- */
+
+#define MA_MUTEX_FREE 0
+#define MA_MUTEX_HELD 1
+#define MA_MUTEX_CONTENDED 2 /* held, and maybe waited for: its unlock wakes one */
+
+static inline atomic_int *ma_mstate(marcel_mutex_t *m)
+{
+	return (atomic_int *)&m->__state;
+}
+
+/* Takes m if it is free: 1 if taken (the caller then records itself as owner). */
+static inline int ma_mutex_trytake(marcel_mutex_t *m)
+{
+	int s = MA_MUTEX_FREE;
+	return atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
+/* The wait of an owner-to-be that found m held: spins, then blocks until it takes it
+ * (records self as owner, depth 1) or deadline passes (ETIMEDOUT). */
+int ma_mutex_acquire_slow(marcel_mutex_t *m, void *self, uint64_t deadline) MA_HIDDEN;
+/* Wakes a waiter of m, which the caller just freed while it was contended. */
+void ma_mutex_wake(marcel_mutex_t *m) MA_HIDDEN;
+
+/* Frees m, held by the caller (its depth is the caller's to keep). */
+static inline void ma_mutex_release(marcel_mutex_t *m)
+{
+	ma_write_once(&m->__owner, NULL);
+	if (ma_unlikely(atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_FREE, memory_order_release) ==
+			MA_MUTEX_CONTENDED))
+		ma_mutex_wake(m);
+}
+
+/* For condition variables: frees m, held by the caller whatever its recursion depth, and
+ * returns that depth; then takes it back for self (its owner identity) at that depth. */
+static inline unsigned ma_mutex_release_all(marcel_mutex_t *m)
+{
+	unsigned depth = m->__count;
+	ma_mutex_release(m);
+	return depth;
+}
+
+static inline void ma_mutex_reacquire(marcel_mutex_t *m, void *self, unsigned depth)
+{
+	if (ma_unlikely(!ma_mutex_trytake(m)))
+		ma_mutex_acquire_slow(m, self, MA_NO_DEADLINE);
+	ma_write_once(&m->__owner, self);
+	m->__count = depth;
+}
 
 /* One round of a polling wait: lets the VP's other threads run, or gives the processor
  * away when the caller is not a marcel thread. */

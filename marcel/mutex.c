@@ -7,15 +7,6 @@
 #include <stdint.h>
 #include "ma_sync.h"
 
-#define MA_MUTEX_FREE 0
-#define MA_MUTEX_HELD 1
-#define MA_MUTEX_CONTENDED 2
-
-static inline atomic_int *ma_mstate(marcel_mutex_t *m)
-{
-	return (atomic_int *)&m->__state;
-}
-
 static inline void *ma_mowner(const marcel_mutex_t *m)
 {
 	return ma_read_once(&m->__owner);
@@ -130,12 +121,8 @@ static int ma_mutex_spin(marcel_mutex_t *m)
 	return got;
 }
 
-static int ma_mutex_acquire(marcel_mutex_t *m, void *self, uint64_t deadline)
+int ma_mutex_acquire_slow(marcel_mutex_t *m, void *self, uint64_t deadline)
 {
-	int s = MA_MUTEX_FREE;
-	if (ma_likely(atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD,
-							       memory_order_acquire, memory_order_relaxed)))
-		goto owned;
 	if (ma_mutex_spin(m))
 		goto owned;
 	/* Marking it contended makes the owner's unlock wake someone; since we cannot tell
@@ -145,6 +132,15 @@ static int ma_mutex_acquire(marcel_mutex_t *m, void *self, uint64_t deadline)
 			return ETIMEDOUT;
 	}
 owned:
+	ma_write_once(&m->__owner, self);
+	m->__count = 1;
+	return 0;
+}
+
+static inline int ma_mutex_acquire(marcel_mutex_t *m, void *self, uint64_t deadline)
+{
+	if (ma_unlikely(!ma_mutex_trytake(m)))
+		return ma_mutex_acquire_slow(m, self, deadline);
 	ma_write_once(&m->__owner, self);
 	m->__count = 1;
 	return 0;
@@ -192,9 +188,7 @@ int marcel_mutex_trylock(marcel_mutex_t *m)
 		m->__count++;
 		return 0;
 	}
-	int s = MA_MUTEX_FREE;
-	if (!atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD, memory_order_acquire,
-						     memory_order_relaxed))
+	if (!ma_mutex_trytake(m))
 		return EBUSY;
 	ma_write_once(&m->__owner, self);
 	m->__count = 1;
@@ -209,26 +203,13 @@ int marcel_mutex_unlock(marcel_mutex_t *m)
 		return EPERM;
 	if (--m->__count)
 		return 0;
-	ma_write_once(&m->__owner, NULL);
-	if (ma_unlikely(atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_FREE, memory_order_release) ==
-			MA_MUTEX_CONTENDED))
-		ma_fwake(m, 1);
+	ma_mutex_release(m);
 	return 0;
 }
 
-/* For cond.c: releases m completely whatever its depth; returns the depth to restore. */
-unsigned ma_mutex_release_all(marcel_mutex_t *m)
+void ma_mutex_wake(marcel_mutex_t *m)
 {
-	unsigned depth = m->__count;
-	m->__count = 1;
-	marcel_mutex_unlock(m);
-	return depth;
-}
-
-void ma_mutex_reacquire(marcel_mutex_t *m, unsigned depth)
-{
-	ma_mutex_acquire(m, ma_owner_self(), MA_NO_DEADLINE);
-	m->__count = depth;
+	ma_fwake(m, 1);
 }
 
 /* ---- Marcel's recursive mutexes ---- */

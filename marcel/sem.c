@@ -1,30 +1,52 @@
 /*
- * Semaphores: the count, and the number of threads blocked or about to block. P takes a
- * unit with a CAS; with none left it blocks on the count's address while the count is
- * still 0. V adds a unit and wakes one waiter if any was announced. Both sides use
- * sequentially consistent operations on the two words, so either V sees the waiter or
- * the waiter's under-lock check sees the new unit.
+ * Semaphores: one word holding either the count or the queue of blocked threads
+ * (ma_waitq.h), never both -- a post finding waiters hands its unit to the oldest one
+ * instead of counting it, and a wait queues itself only while the count is 0. Every
+ * change is one compare-and-swap on that word, so no wake-up is lost, and on one VP a
+ * post-and-wait hand-off costs one atomic operation on each side besides the switch.
  */
-#include "ma_sync.h"
+#include "ma_waitq.h"
 
-static inline atomic_int *ma_sval(marcel_sem_t *s)
+/* One unit in the word's count (the bits above MA_WQ_BITS). */
+#define MA_SEM_UNIT (MA_WQ_BITS + 1)
+
+static inline _Atomic uint64_t *ma_sq(marcel_sem_t *s)
 {
-	return (atomic_int *)&s->__value;
+	return (_Atomic uint64_t *)&s->__state;
 }
 
-static inline atomic_uint *ma_swaiters(marcel_sem_t *s)
+/* The units in word w: 0 unless it is a count (0 itself is no unit and no waiter). */
+static inline uint64_t ma_sem_units(uint64_t w)
 {
-	return (atomic_uint *)&s->__waiters;
+	return (w & MA_WQ_COUNT) ? w / MA_SEM_UNIT : 0;
+}
+
+/* Whether w is a count (of 0 or more units), not a queue. */
+static inline int ma_sem_counts(uint64_t w)
+{
+	return !w || (w & MA_WQ_COUNT);
+}
+
+static inline uint64_t ma_sem_word(uint64_t units)
+{
+	return units ? units * MA_SEM_UNIT | MA_WQ_COUNT : 0;
+}
+
+/* Takes a unit from *w's count if it has one: 1 if taken, 0 if none (*w is the word's
+ * value either way). */
+static inline int ma_sem_take_unit(marcel_sem_t *s, uint64_t *w)
+{
+	while (ma_sem_units(*w))
+		if (atomic_compare_exchange_weak_explicit(ma_sq(s), w, ma_sem_word(ma_sem_units(*w) - 1),
+							  memory_order_acquire, memory_order_relaxed))
+			return 1;
+	return 0;
 }
 
 static int ma_sem_trytake(marcel_sem_t *s)
 {
-	int v = atomic_load_explicit(ma_sval(s), memory_order_relaxed);
-	while (v > 0)
-		if (atomic_compare_exchange_weak_explicit(ma_sval(s), &v, v - 1, memory_order_acquire,
-							  memory_order_relaxed))
-			return 1;
-	return 0;
+	uint64_t w = atomic_load_explicit(ma_sq(s), memory_order_relaxed);
+	return ma_sem_take_unit(s, &w);
 }
 
 /* point: at a cancellation point (sem_wait, sem_timedwait; not Marcel's P): a request
@@ -33,23 +55,35 @@ static int ma_sem_trytake(marcel_sem_t *s)
 static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s, uint64_t deadline, int point,
 								 const char *call)
 {
+	struct marcel_task *self = ma_task_self();
 	if (point)
-		ma_cancel_point(ma_task_self());
-	if (ma_likely(ma_sem_trytake(s)))
+		ma_cancel_point(self);
+	uint64_t w = atomic_load_explicit(ma_sq(s), memory_order_relaxed);
+	if (ma_likely(ma_sem_take_unit(s, &w)))
 		return 0;
 	if (deadline == MA_NO_DEADLINE && ma_after_failed_init())
 		return ma_not_running(call, EPERM);
+	struct ma_wq_node n;
+	ma_wq_node_init(&n, self);
 	for (;;) {
-		atomic_fetch_add(ma_swaiters(s), 1);
-		int e = ma_fwait_u32_spin(ma_sval(s), 0, deadline, point);
-		atomic_fetch_sub(ma_swaiters(s), 1);
-		if (point && ma_unlikely(e == ECANCELED))
-			ma_cancel_act(ma_task_self());
-		if (ma_sem_trytake(s))
-			return 0;
-		if (e == ETIMEDOUT)
-			return ETIMEDOUT;
+		if (ma_sem_counts(w)) {
+			if (ma_sem_take_unit(s, &w)) {
+				if (self)
+					atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
+				return 0;
+			}
+			/* No unit: queue as the only waiter. */
+			if (atomic_compare_exchange_strong(ma_sq(s), &w, (uint64_t)(uintptr_t)&n))
+				break;
+		} else if (ma_wq_try_push(ma_sq(s), &w, &n)) {
+			break;
+		}
 	}
+	/* Woken means handed a unit (ma_sem_give). */
+	int e = ma_wq_wait(ma_sq(s), &n, deadline, point);
+	if (point && ma_unlikely(e == ECANCELED))
+		ma_cancel_act(self);
+	return e;
 }
 
 static int ma_sem_take(marcel_sem_t *s, uint64_t deadline, const char *call)
@@ -64,22 +98,31 @@ static int ma_sem_take_point(marcel_sem_t *s, uint64_t deadline, const char *cal
 
 static int ma_sem_give(marcel_sem_t *s)
 {
-	int v = atomic_load_explicit(ma_sval(s), memory_order_relaxed);
-	do {
-		if (v == MARCEL_SEM_VALUE_MAX)
-			return EOVERFLOW;
-	} while (!atomic_compare_exchange_weak(ma_sval(s), &v, v + 1));
-	if (atomic_load(ma_swaiters(s)))
-		ma_fwake(ma_sval(s), 1);
-	return 0;
+	uint64_t w = atomic_load_explicit(ma_sq(s), memory_order_relaxed);
+	for (;;) {
+		if (ma_sem_counts(w)) {
+			uint64_t u = ma_sem_units(w);
+			if (u == MARCEL_SEM_VALUE_MAX)
+				return EOVERFLOW;
+			if (atomic_compare_exchange_weak_explicit(ma_sq(s), &w, ma_sem_word(u + 1), memory_order_release,
+								  memory_order_relaxed))
+				return 0;
+			continue;
+		}
+		/* Waiters: the oldest gets the unit; this was our last touch of s. */
+		struct ma_wq_node *n = ma_wq_try_pop(ma_sq(s), &w);
+		if (n) {
+			ma_waiter_wake(&n->w);
+			return 0;
+		}
+	}
 }
 
 int marcel_sem_init(marcel_sem_t *s, int initial)
 {
 	if (!s || initial < 0)
 		return EINVAL;
-	s->__value = initial;
-	s->__waiters = 0;
+	s->__state = ma_sem_word((uint64_t)initial);
 	return 0;
 }
 
@@ -87,7 +130,8 @@ int marcel_sem_destroy(marcel_sem_t *s)
 {
 	if (!s)
 		return EINVAL;
-	return ma_wait_leavers(ma_swaiters(s), ma_sval(s));
+	/* Woken waiters never read s again (ma_waitq.h): only the queue matters. */
+	return ma_sem_counts(atomic_load(ma_sq(s))) ? 0 : EBUSY;
 }
 
 void marcel_sem_P(marcel_sem_t *s)
@@ -177,6 +221,6 @@ int marcel_sem_getvalue(marcel_sem_t *s, int *value)
 {
 	if (!s || !value)
 		return ma_fail(EINVAL);
-	*value = atomic_load(ma_sval(s));
+	*value = (int)ma_sem_units(atomic_load(ma_sq(s)));
 	return 0;
 }

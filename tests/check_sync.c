@@ -2904,6 +2904,381 @@ START_TEST(test_mixed_futex)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ wait queues */
+
+/* A condition's and a semaphore's waiters queue in the object itself (marcel/ma_waitq.h):
+ * a lone waiter in one word, more in a list. Signals and posts take the oldest waiter
+ * (marcel's order; POSIX leaves it open), so the order in which waiters wake tells
+ * whether the list is right; and a waiter that leaves on its own -- timed out, canceled,
+ * a kernel thread timing out -- anywhere in the list must take out itself and nobody
+ * else. */
+
+enum { QW_N = 5 };
+enum { QW_WAIT, QW_SHORT, QW_CANCEL, QW_KERNEL_SHORT };
+
+struct qw {
+	int use_sem;
+	marcel_mutex_t m;
+	marcel_cond_t c;
+	marcel_sem_t s;
+	int tokens;            /* under m */
+	int arrived;           /* under m */
+	atomic_int left;       /* timed out */
+	atomic_int nwoke;
+	int woke[QW_N + 1];    /* ids, in the order they woke */
+	int kind[QW_N + 1];    /* the last one comes once the others that leave have left */
+};
+
+struct qw_arg {
+	struct qw *q;
+	int id;
+};
+
+static void qw_unlock(void *m)
+{
+	marcel_mutex_unlock(m);
+}
+
+/* Records that waiter id woke: one at a time (the test wakes the next one once it sees
+ * this one), its id stored before the count that publishes it. */
+static void qw_woke(struct qw *q, int id)
+{
+	int j = atomic_load(&q->nwoke);
+	q->woke[j] = id;
+	atomic_store(&q->nwoke, j + 1);
+}
+
+/* One waiter of the queue: returns 0 once woken, ETIMEDOUT if it left. */
+static void *qw_waiter(void *p)
+{
+	struct qw_arg *a = p;
+	struct qw *q = a->q;
+	int kind = q->kind[a->id], r = 0;
+	struct timespec d = deadline(kind == QW_SHORT || kind == QW_KERNEL_SHORT ? SHORT_MS : LONG_MS);
+	if (q->use_sem) {
+		/* Announced before it queues: the test waits until it is blocked. */
+		ck_assert_int_eq(marcel_mutex_lock(&q->m), 0);
+		q->arrived++;
+		ck_assert_int_eq(marcel_mutex_unlock(&q->m), 0);
+		if (kind == QW_WAIT || kind == QW_CANCEL)
+			r = marcel_sem_wait(&q->s) ? errno : 0;
+		else
+			r = marcel_sem_timedwait(&q->s, &d) ? errno : 0;
+		ck_assert_msg(r == 0 || (r == ETIMEDOUT && kind != QW_WAIT), "waiter %d: %d", a->id, r);
+		ck_assert_msg(kind != QW_CANCEL, "waiter %d was not canceled", a->id);
+		if (r == 0)
+			qw_woke(q, a->id);
+	} else {
+		ck_assert_int_eq(marcel_mutex_lock(&q->m), 0);
+		q->arrived++;
+		marcel_cleanup_push(qw_unlock, &q->m);
+		while (!q->tokens && !r)
+			r = kind == QW_WAIT || kind == QW_CANCEL ? marcel_cond_wait(&q->c, &q->m)
+								 : marcel_cond_timedwait(&q->c, &q->m, &d);
+		marcel_cleanup_pop(0);
+		ck_assert_msg(kind != QW_CANCEL, "waiter %d was not canceled", a->id);
+		ck_assert_msg(r == 0 || (r == ETIMEDOUT && kind != QW_WAIT), "waiter %d: %d", a->id, r);
+		if (r == 0) {
+			q->tokens--;
+			qw_woke(q, a->id);
+		}
+		ck_assert_int_eq(marcel_mutex_unlock(&q->m), 0);
+	}
+	if (r)
+		atomic_fetch_add(&q->left, 1);
+	return I2P(r);
+}
+
+/* Whether marcel thread t is blocked (neither running nor ready). */
+static int qw_blocked(marcel_t t)
+{
+	long long running = -1, ready = -1;
+	ck_assert_int_eq(marcel_task_stats_get(t, MARCEL_STATS_NB_RUNNING, &running), 0);
+	ck_assert_int_eq(marcel_task_stats_get(t, MARCEL_STATS_NB_READY, &ready), 0);
+	return running == 0 && ready == 0;
+}
+
+/* Starts waiter i and returns once it is queued: a condition's waiter queues before it
+ * releases m; a semaphore's is seen blocked (a kernel thread is given time). */
+static void qw_start(struct qw *q, struct qw_arg *args, marcel_t *t, struct pt *k, int i)
+{
+	args[i] = (struct qw_arg){ q, i };
+	if (q->kind[i] == QW_KERNEL_SHORT)
+		pt_start(&k[i], qw_waiter, &args[i]);
+	else
+		t[i] = spawn((marcel_func_t)qw_waiter, &args[i]);
+	lock_when(&q->m, &q->arrived, i + 1);
+	ck_assert_int_eq(marcel_mutex_unlock(&q->m), 0);
+	if (!q->use_sem)
+		return;
+	if (q->kind[i] == QW_KERNEL_SHORT) {
+		settle();
+		return;
+	}
+	struct timespec t0 = now(CLOCK_MONOTONIC);
+	while (!qw_blocked(t[i])) {
+		ck_assert(!expired(&t0));
+		pause_briefly();
+	}
+}
+
+/* Queues QW_N waiters of the given kinds, oldest first, lets those that leave leave,
+ * queues one more, then wakes those left one at a time and checks they wake oldest
+ * first. */
+static void qw_run(int use_sem, const int kind[QW_N])
+{
+	struct qw q;
+	memset(&q, 0, sizeof(q));
+	q.use_sem = use_sem;
+	memcpy(q.kind, kind, QW_N * sizeof(*kind));
+	q.kind[QW_N] = QW_WAIT;
+	ck_assert_int_eq(marcel_mutex_init(&q.m, NULL), 0);
+	ck_assert_int_eq(marcel_cond_init(&q.c, NULL), 0);
+	ck_assert_int_eq(marcel_sem_init(&q.s, 0), 0);
+	struct qw_arg args[QW_N + 1];
+	marcel_t t[QW_N + 1];
+	struct pt k[QW_N + 1];
+	int leaving = 0, staying = 0;
+	for (int i = 0; i < QW_N; i++) {
+		qw_start(&q, args, t, k, i);
+		leaving += kind[i] == QW_SHORT || kind[i] == QW_KERNEL_SHORT;
+	}
+	int v = -1;
+	ck_assert_int_eq(marcel_sem_getvalue(&q.s, &v), 0);
+	ck_assert_int_eq(v, 0);
+	ck_assert_int_eq(marcel_sem_destroy(&q.s), use_sem ? EBUSY : 0);
+	ck_assert_int_eq(marcel_cond_destroy(&q.c), use_sem ? 0 : EBUSY);
+	await_ge(&q.left, leaving, "the waiters that time out");
+	for (int i = 0; i < QW_N; i++) {
+		if (kind[i] == QW_CANCEL) {
+			ck_assert_int_eq(marcel_cancel(t[i]), 0);
+			ck_assert_ptr_eq(join(t[i]), MARCEL_CANCELED);
+		}
+	}
+	/* A late one queues behind what is left (the list's tail after the leaving). */
+	qw_start(&q, args, t, k, QW_N);
+	/* The others, oldest first. */
+	int expect[QW_N + 1];
+	for (int i = 0; i <= QW_N; i++)
+		if (q.kind[i] == QW_WAIT)
+			expect[staying++] = i;
+	for (int j = 0; j < staying; j++) {
+		if (use_sem) {
+			ck_assert_int_eq(marcel_sem_post(&q.s), 0);
+		} else {
+			ck_assert_int_eq(marcel_mutex_lock(&q.m), 0);
+			q.tokens++;
+			ck_assert_int_eq(marcel_cond_signal(&q.c), 0);
+			ck_assert_int_eq(marcel_mutex_unlock(&q.m), 0);
+		}
+		await_ge(&q.nwoke, j + 1, "the oldest waiter");
+		ck_assert_int_eq(q.woke[j], expect[j]);
+	}
+	for (int i = 0; i <= QW_N; i++) {
+		if (q.kind[i] == QW_WAIT || q.kind[i] == QW_SHORT)
+			ck_assert_int_eq(P2I(join(t[i])), q.kind[i] == QW_WAIT ? 0 : ETIMEDOUT);
+		else if (q.kind[i] == QW_KERNEL_SHORT)
+			ck_assert_int_eq(P2I(pt_finish(&k[i])), ETIMEDOUT);
+	}
+	ck_assert_int_eq(atomic_load(&q.nwoke), staying);
+	/* Empty again: one more waiter takes the lone-waiter path. */
+	ck_assert_int_eq(marcel_sem_destroy(&q.s), 0);
+	ck_assert_int_eq(marcel_cond_destroy(&q.c), 0);
+	ck_assert_int_eq(marcel_mutex_destroy(&q.m), 0);
+}
+
+static const int qw_cases[][QW_N] = {
+	{ QW_WAIT, QW_WAIT, QW_WAIT, QW_WAIT, QW_WAIT },
+	{ QW_SHORT, QW_WAIT, QW_WAIT, QW_WAIT, QW_WAIT },   /* the first leaves */
+	{ QW_WAIT, QW_WAIT, QW_SHORT, QW_WAIT, QW_WAIT },   /* one in the middle */
+	{ QW_WAIT, QW_WAIT, QW_WAIT, QW_WAIT, QW_SHORT },   /* the last */
+	{ QW_SHORT, QW_SHORT, QW_SHORT, QW_SHORT, QW_WAIT },
+	{ QW_WAIT, QW_CANCEL, QW_WAIT, QW_CANCEL, QW_WAIT }, /* canceled inside the list */
+	{ QW_CANCEL, QW_WAIT, QW_WAIT, QW_WAIT, QW_CANCEL },
+	{ QW_WAIT, QW_KERNEL_SHORT, QW_WAIT, QW_SHORT, QW_WAIT }, /* a kernel thread leaves */
+};
+
+static void qw_run_cases(int use_sem)
+{
+	ma_test_init();
+	for (unsigned i = 0; i < sizeof(qw_cases) / sizeof(qw_cases[0]); i++)
+		qw_run(use_sem, qw_cases[i]);
+	marcel_end();
+}
+
+START_TEST(test_waitq_cond_order)
+{
+	qw_run_cases(0);
+}
+END_TEST
+
+START_TEST(test_waitq_sem_order)
+{
+	qw_run_cases(1);
+}
+END_TEST
+
+/* A lone waiter, canceled or timed out: it takes itself out of the object's word, and
+ * the next one queues as a lone waiter again. */
+START_TEST(test_waitq_lone_leaves)
+{
+	ma_test_init();
+	static const int kinds[] = { QW_CANCEL, QW_SHORT, QW_KERNEL_SHORT, QW_WAIT };
+	for (int use_sem = 0; use_sem < 2; use_sem++) {
+		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			int kind[QW_N] = { kinds[i], QW_WAIT, QW_WAIT, QW_WAIT, QW_WAIT };
+			/* Only the first waiter matters here: the others come after it left. */
+			qw_run(use_sem, kind);
+		}
+	}
+	marcel_end();
+}
+END_TEST
+
+struct qw_free {
+	marcel_mutex_t m;
+	marcel_cond_t *c;
+	marcel_sem_t *s;
+	int arrived; /* under m */
+	int go;      /* under m */
+};
+
+static any_t qw_free_cond_waiter(any_t p)
+{
+	struct qw_free *f = p;
+	ck_assert_int_eq(marcel_mutex_lock(&f->m), 0);
+	f->arrived = 1;
+	while (!f->go)
+		ck_assert_int_eq(marcel_cond_wait(f->c, &f->m), 0);
+	ck_assert_int_eq(marcel_mutex_unlock(&f->m), 0);
+	return NULL;
+}
+
+static any_t qw_free_sem_waiter(any_t p)
+{
+	struct qw_free *f = p;
+	ck_assert_int_eq(marcel_sem_wait(f->s), 0);
+	return NULL;
+}
+
+/* A woken waiter does not read its object again: signalled (posted), the object is
+ * destroyed, scribbled over and freed before the waiter even runs (AddressSanitizer
+ * builds see any late touch). */
+START_TEST(test_waitq_free_after_wake)
+{
+	ma_test_init();
+	for (unsigned vp = 0; vp < (marcel_nbvps() > 1 ? 2u : 1u); vp++) {
+		struct qw_free f;
+		memset(&f, 0, sizeof(f));
+		ck_assert_int_eq(marcel_mutex_init(&f.m, NULL), 0);
+		f.c = malloc(sizeof(*f.c));
+		ck_assert_ptr_nonnull(f.c);
+		ck_assert_int_eq(marcel_cond_init(f.c, NULL), 0);
+		marcel_t t = spawn_on(vp, qw_free_cond_waiter, &f);
+		lock_when(&f.m, &f.arrived, 1);
+		f.go = 1;
+		ck_assert_int_eq(marcel_cond_signal(f.c), 0);
+		ck_assert_int_eq(marcel_cond_destroy(f.c), 0);
+		memset(f.c, 0xa5, sizeof(*f.c));
+		free(f.c);
+		ck_assert_int_eq(marcel_mutex_unlock(&f.m), 0);
+		join(t);
+
+		f.s = malloc(sizeof(*f.s));
+		ck_assert_ptr_nonnull(f.s);
+		ck_assert_int_eq(marcel_sem_init(f.s, 0), 0);
+		t = spawn_on(vp, qw_free_sem_waiter, &f);
+		struct timespec t0 = now(CLOCK_MONOTONIC);
+		while (!qw_blocked(t)) {
+			ck_assert(!expired(&t0));
+			pause_briefly();
+		}
+		ck_assert_int_eq(marcel_sem_destroy(f.s), EBUSY);
+		ck_assert_int_eq(marcel_sem_post(f.s), 0);
+		ck_assert_int_eq(marcel_sem_destroy(f.s), 0);
+		memset(f.s, 0xa5, sizeof(*f.s));
+		free(f.s);
+		join(t);
+		ck_assert_int_eq(marcel_mutex_destroy(&f.m), 0);
+	}
+	marcel_end();
+}
+END_TEST
+
+/* Hand-offs between two VPs, and between a marcel thread and a kernel thread: every
+ * signal and post crosses to a waiter that runs elsewhere. */
+struct qw_pp {
+	marcel_sem_t s[2];
+	marcel_mutex_t m;
+	marcel_cond_t c[2];
+	int turn; /* under m */
+	int rounds;
+};
+
+static void *qw_pp_side(void *p, int me)
+{
+	struct qw_pp *x = p;
+	for (int i = 0; i < x->rounds; i++) {
+		if (me == 0)
+			ck_assert_int_eq(marcel_sem_post(&x->s[1]), 0);
+		ck_assert_int_eq(marcel_sem_wait(&x->s[me]), 0);
+		if (me == 1)
+			ck_assert_int_eq(marcel_sem_post(&x->s[0]), 0);
+	}
+	ck_assert_int_eq(marcel_mutex_lock(&x->m), 0);
+	for (int i = 0; i < x->rounds; i++) {
+		while (x->turn != me)
+			ck_assert_int_eq(marcel_cond_wait(&x->c[me], &x->m), 0);
+		x->turn = !me;
+		ck_assert_int_eq(marcel_cond_signal(&x->c[!me]), 0);
+	}
+	ck_assert_int_eq(marcel_mutex_unlock(&x->m), 0);
+	return NULL;
+}
+
+static void *qw_pp_0(void *p)
+{
+	return qw_pp_side(p, 0);
+}
+
+static void *qw_pp_1(void *p)
+{
+	return qw_pp_side(p, 1);
+}
+
+START_TEST(test_waitq_cross)
+{
+	ma_test_init();
+	struct qw_pp x;
+	memset(&x, 0, sizeof(x));
+	x.rounds = scaled(500);
+	for (int mode = 0; mode < 2; mode++) {
+		for (int i = 0; i < 2; i++) {
+			ck_assert_int_eq(marcel_sem_init(&x.s[i], 0), 0);
+			ck_assert_int_eq(marcel_cond_init(&x.c[i], NULL), 0);
+		}
+		ck_assert_int_eq(marcel_mutex_init(&x.m, NULL), 0);
+		x.turn = 0;
+		marcel_t a = spawn_on(0, (marcel_func_t)qw_pp_0, &x);
+		if (mode == 0) {
+			/* VP 1 if there is one, else both on VP 0. */
+			join(spawn_on(marcel_nbvps() > 1 ? 1 : 0, (marcel_func_t)qw_pp_1, &x));
+		} else {
+			struct pt k;
+			pt_start(&k, qw_pp_1, &x);
+			pt_finish(&k);
+		}
+		join(a);
+		for (int i = 0; i < 2; i++) {
+			ck_assert_int_eq(marcel_sem_destroy(&x.s[i]), 0);
+			ck_assert_int_eq(marcel_cond_destroy(&x.c[i]), 0);
+		}
+		ck_assert_int_eq(marcel_mutex_destroy(&x.m), 0);
+	}
+	marcel_end();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ registration */
 
 static void tc_mutex(TCase *tc)
@@ -2986,6 +3361,15 @@ static void tc_futex(TCase *tc)
 	tcase_add_test(tc, test_futex_pingpong);
 }
 
+static void tc_waitq(TCase *tc)
+{
+	tcase_add_test(tc, test_waitq_cond_order);
+	tcase_add_test(tc, test_waitq_sem_order);
+	tcase_add_test(tc, test_waitq_lone_leaves);
+	tcase_add_test(tc, test_waitq_free_after_wake);
+	tcase_add_test(tc, test_waitq_cross);
+}
+
 static void tc_mixed(TCase *tc)
 {
 	tcase_add_test(tc, test_mixed_mutex);
@@ -3008,5 +3392,6 @@ int main(void)
 	ma_test_add_both(s, "sleep", tc_sleep, 30);
 	ma_test_add_both(s, "futex", tc_futex, 30);
 	ma_test_add_both(s, "mixed", tc_mixed, 30);
+	ma_test_add_both(s, "waitq", tc_waitq, 60);
 	return ma_test_run(s);
 }

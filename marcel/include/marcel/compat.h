@@ -171,7 +171,7 @@ int marcel_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(voi
  * @{ */
 
 /** Version of the marcel ABI; changes whenever a public structure changes. */
-#define MARCEL_ABI_VERSION 1UL
+#define MARCEL_ABI_VERSION 2UL
 /** A hash of the public headers a program was compiled against: the ABI version and
  * the sizes of the public structures. */
 #define MARCEL_HEADER_HASH                                                                   \

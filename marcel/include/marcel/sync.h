@@ -143,16 +143,19 @@ typedef struct {
 	unsigned __magic; /**< @private */
 } marcel_condattr_t;
 
-/** A condition variable. Initialise with marcel_cond_init() or ::MARCEL_COND_INITIALIZER. */
+/** A condition variable. Initialise with marcel_cond_init() or ::MARCEL_COND_INITIALIZER
+ * (all-zero bytes are one too, on CLOCK_REALTIME). */
 typedef struct {
-	unsigned __seq;     /**< @private bumped by every signal and broadcast */
-	unsigned __waiters; /**< @private threads inside a wait */
+	/** @private The threads blocked on it, oldest first: 0 if none, else the first one's
+	 * wait node with flags in the low bits (the lock-free single-waiter path and the list
+	 * of marcel/ma_waitq.h). */
+	unsigned long long __waiters;
 	int __clock;        /**< @private */
 	unsigned __pad;     /**< @private */
 } marcel_cond_t;
 
 /** Static initialiser (timeouts on CLOCK_REALTIME). */
-#define MARCEL_COND_INITIALIZER { 0, 0, CLOCK_REALTIME, 0 }
+#define MARCEL_COND_INITIALIZER { 0, CLOCK_REALTIME, 0 }
 
 /** Initialises @p attr (clock CLOCK_REALTIME). @return 0; EINVAL if NULL. */
 int marcel_condattr_init(marcel_condattr_t *attr);
@@ -170,8 +173,9 @@ int marcel_condattr_getpshared(const marcel_condattr_t *attr, int *pshared);
 
 /** Initialises @p c (@p attr may be NULL). @return 0; EINVAL for NULL/uninitialised. */
 int marcel_cond_init(marcel_cond_t *c, const marcel_condattr_t *attr);
-/** Destroys @p c. Threads already woken by a signal or broadcast may still be on their
- * way out; destroy waits for them.
+/** Destroys @p c. Threads woken by a signal or broadcast no longer read @p c, even
+ * before they return: it may be destroyed (and its memory reused) as soon as none is
+ * blocked on it.
  * @return 0; EBUSY if a thread is still blocked on @p c (it stays usable). */
 int marcel_cond_destroy(marcel_cond_t *c);
 /** Atomically releases @p m and waits for a signal, then relocks @p m. Spurious wake-ups
@@ -196,21 +200,25 @@ int marcel_cond_broadcast(marcel_cond_t *c);
  * sets `errno`.
  * @{ */
 
-/** A counting semaphore. */
+/** A counting semaphore. Initialise with marcel_sem_init(), marcel_sem_posix_init() or
+ * ::MARCEL_SEM_INITIALIZER (all-zero bytes are one too, with a count of 0). */
 typedef struct {
-	int __value;        /**< @private */
-	unsigned __waiters; /**< @private */
+	/** @private One word: 0 (no unit, nobody waits), the count (shifted left by 3, bit 2
+	 * set), or the threads blocked on it, oldest first, as a condition's __waiters. A
+	 * post hands its unit straight to the oldest waiter. */
+	unsigned long long __state;
 } marcel_sem_t;
 
 /** Static initialiser with count @p n. */
-#define MARCEL_SEM_INITIALIZER(n) { (n), 0 }
+#define MARCEL_SEM_INITIALIZER(n) { (unsigned long long)(n) << 3 | 4 }
 /** Largest count a semaphore can hold. */
 #define MARCEL_SEM_VALUE_MAX 0x7fffffff
 
 /** Initialises @p s with count @p initial. @return 0; EINVAL if @p s is NULL or
  * @p initial is negative. */
 int marcel_sem_init(marcel_sem_t *s, int initial);
-/** Destroys @p s. @return 0; EBUSY if threads are blocked on it. */
+/** Destroys @p s. A thread woken by a post no longer reads @p s, even before it returns.
+ * @return 0; EBUSY if threads are blocked on it. */
 int marcel_sem_destroy(marcel_sem_t *s);
 /** Takes one unit, waiting while the count is 0. After a failed marcel_init() it does
  * not wait (see the top of this file): with the count at 0 it returns without a unit and
