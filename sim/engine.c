@@ -420,6 +420,7 @@ static void sim_advance(struct sim *s, struct sim_ent *t)
 				return;
 			}
 			x->ready_at = s->now; /* its wait starts now */
+			s->unspawned--;
 			sim_thread_ready(s, x);
 			continue;
 		}
@@ -638,14 +639,6 @@ static void sim_teardown(struct sim *s)
 	ma_topo_free(&s->topo);
 }
 
-/* The configuration's snapshot, once. */
-void sim_snapshot(struct sim *s)
-{
-	s->snapshot_done = 1;
-	if (sim_snapshot_write(s, s->c->snapshot))
-		sim_fail(s, "the snapshot could not be written");
-}
-
 /* Nothing left to happen, and threads have not ended: says what they wait for. */
 static void sim_stuck(struct sim *s)
 {
@@ -678,9 +671,13 @@ static void sim_stuck(struct sim *s)
 /* A run that goes on forever (a barrier nobody else reaches) stops here. */
 #define SIM_MAX_EVENTS 2000000000ul
 
-int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim_result *r, char *err, size_t errlen)
+/* One simulation of the run. *peak: where a snapshot was asked and none was taken, the
+ * first instant at whose end the most threads were alive; else -1. */
+static int sim_run_once(const struct sim_config *c, const struct sim_workload *w, struct sim_result *r, double *peak,
+			char *err, size_t errlen)
 {
 	memset(r, 0, sizeof(*r));
+	*peak = -1;
 	struct sim *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ENOMEM;
@@ -735,9 +732,10 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 	 * it wakes the bubbles and calls marcel_bubble_sched_begin. The strategy places the
 	 * bubbles knowing how many threads wait in each. */
 	for (unsigned t = 0; t < w->nb_threads; t++) {
-		if (w->dormant && w->dormant[t])
+		if (w->dormant && w->dormant[t]) {
 			s->thread[t].state = SIM_T_BLOCKED; /* until spawned */
-		else
+			s->unspawned++;
+		} else
 			sim_thread_ready(s, &s->thread[t]);
 	}
 	sim_strategy_start(s);
@@ -748,8 +746,8 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		if (s->nb_bw_dirty && s->heap[0].t > s->now)
 			sim_bw_flush(s);
 		struct sim_event ev = sim_pop(s);
-		if (c->snapshot && !s->snapshot_done && c->snapshot_at >= 0 && ev.t > c->snapshot_at)
-			sim_snapshot(s);
+		if (c->snapshot && !s->snapshot_done && ev.t > s->now)
+			sim_snapshot_watch(s, ev.t);
 		s->now = ev.t;
 		if (++s->events > SIM_MAX_EVENTS) {
 			sim_fail(s, "no end after %lu events", SIM_MAX_EVENTS);
@@ -789,6 +787,12 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 		r->nb_threads = w->nb_threads;
 		r->nb_vps = s->nv;
 		snprintf(r->strategy, sizeof(r->strategy), "%s", s->s->name);
+		r->snapshot = s->snap_when;
+		r->snapshot_t = s->snapshot_done ? s->snap_t : -1;
+		r->snapshot_until = s->snapshot_done ? s->snap_until : -1;
+		r->snapshot_live = s->snap_live;
+		if (c->snapshot && !s->snapshot_done && s->peak_live)
+			*peak = s->peak_t;
 		r->thread = calloc(w->nb_threads ? w->nb_threads : 1, sizeof(*r->thread));
 		r->vp_level = calloc(s->nv, sizeof(int));
 		if (!r->thread || !r->vp_level) {
@@ -806,6 +810,36 @@ int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim
 	}
 	sim_teardown(s);
 	free(s);
+	return e;
+}
+
+int sim_run(const struct sim_config *c, const struct sim_workload *w, struct sim_result *r, char *err, size_t errlen)
+{
+	double peak;
+	int e = sim_run_once(c, w, r, &peak, err, errlen);
+	if (e || c->snapshot_at >= 0 || peak < 0)
+		return e;
+	/* No iteration ended. The run is the same again (same seed), so the snapshot asked
+	 * at the peak's time shows the peak; its trace is written already. */
+	struct sim_config again = *c;
+	again.trace = NULL;
+	again.snapshot_at = peak;
+	struct sim_result r2;
+	e = sim_run_once(&again, w, &r2, &peak, err, errlen);
+	if (!e && (r2.events != r->events || r2.snapshot != SIM_SNAP_AT)) {
+		snprintf(err, errlen, "the run simulated again for its snapshot differs (%lu events, not %lu)", r2.events,
+			 r->events);
+		e = EINVAL;
+	}
+	if (e) {
+		sim_result_free(r);
+	} else {
+		r->snapshot = SIM_SNAP_PEAK;
+		r->snapshot_t = r2.snapshot_t;
+		r->snapshot_until = r2.snapshot_until;
+		r->snapshot_live = r2.snapshot_live;
+	}
+	sim_result_free(&r2);
 	return e;
 }
 

@@ -84,7 +84,7 @@ void sim_hw_iteration(struct sim *s)
 {
 	s->iterations++;
 	if (s->c->snapshot && !s->snapshot_done && s->c->snapshot_at < 0)
-		sim_snapshot(s);
+		sim_snapshot(s, SIM_SNAP_ITERATION, s->now);
 	if (s->c->hw == SIM_HW_BALANCE)
 		sim_balance_iteration(s);
 	if (s->c->hw != SIM_HW_POLICY)

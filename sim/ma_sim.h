@@ -161,7 +161,19 @@ struct sim_config {
 	uint64_t seed;
 	FILE *trace;                /* a MARCEL_TRACE-format JSON of the run, or NULL */
 	FILE *snapshot;             /* a snapshot in marcel_sched_snapshot_json's format, or NULL */
-	double snapshot_at;         /* when: this time (s), or < 0 at the end of the first iteration */
+	/* When: this time (s), or < 0 at the end of the first iteration. A run where no
+	 * iteration ends is simulated twice, the second time (without trace) to take it at
+	 * the end of the first instant when the most threads were alive (spawned, not ended). */
+	double snapshot_at;
+};
+
+/* Which moment a run's snapshot shows. */
+enum sim_snapshot_when {
+	SIM_SNAP_NONE,              /* none written: no snapshot asked, or snapshot_at is at or
+				     * after the run's last event (the file is left empty) */
+	SIM_SNAP_AT,                /* snapshot_at */
+	SIM_SNAP_ITERATION,         /* the end of the first iteration */
+	SIM_SNAP_PEAK,              /* no iteration ended: the most threads alive */
 };
 
 struct sim_thread_result {
@@ -181,6 +193,12 @@ struct sim_result {
 	struct sim_thread_result *thread;
 	int *vp_level;              /* each VP's level at the end */
 	char strategy[32];
+	enum sim_snapshot_when snapshot;
+	/* Its state: from the last event before it, at snapshot_t, to the next, at
+	 * snapshot_until (--snapshot-at any time between takes the same). An iteration's
+	 * end is within an instant: both are its time. */
+	double snapshot_t, snapshot_until;
+	unsigned snapshot_live;     /* threads spawned and not ended in it */
 };
 
 /* Runs workload w on configuration c: 0, or an errno with a line in err. */

@@ -171,7 +171,12 @@ struct sim {
 	unsigned nb_kinds;
 	uint64_t rng;
 	FILE *trace;
+	/* The snapshot: taken or not, when, and the threads spawned and not ended (alive
+	 * minus those never spawned yet). peak_*: the first instant with the most of them. */
 	int snapshot_done;
+	enum sim_snapshot_when snap_when;
+	double snap_t, snap_until, peak_t;
+	unsigned snap_live, peak_live, unspawned;
 	char *err;
 	size_t errlen;
 	int failed;
@@ -226,7 +231,12 @@ void sim_balance_stop(struct sim *s);
 
 /* snapshot.c */
 int sim_snapshot_write(struct sim *s, FILE *out);
-void sim_snapshot(struct sim *s);
+/* The configuration's snapshot of now, once, taken for reason `when`; the state lasts
+ * until the next event's time `until`. */
+void sim_snapshot(struct sim *s, enum sim_snapshot_when when, double until);
+/* The event loop is about to move to an event at time next: the state at s->now is
+ * complete. Takes the snapshot asked for that time, or notes a new peak of threads. */
+void sim_snapshot_watch(struct sim *s, double next);
 
 /* bandwidth.c */
 int sim_bw_start(struct sim *s);

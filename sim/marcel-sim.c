@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "ma_sim.h"
 
 #define SIM_MAX_RUNS 32
@@ -30,7 +32,8 @@ static void usage(FILE *out)
 		"  --seed N          the run's seed (default 1)\n"
 		"  --trace FILE      the first run's trace, in MARCEL_TRACE's format\n"
 		"  --snapshot FILE   the first run's scheduler state, in marcel_sched_snapshot_json's\n"
-		"                    format, at the end of its first iteration or at --snapshot-at S\n"
+		"                    format, at the end of its first iteration or at --snapshot-at S;\n"
+		"                    without iterations, when the most threads are alive (it says so)\n"
 		"  --threads         per-thread figures for every run\n"
 		"  --list            the workloads and strategies\n");
 }
@@ -172,6 +175,64 @@ static char *kept(const char *s)
 	return owned.strings[owned.nb_strings++] = c;
 }
 
+/* A short decimal that reads back within [from, to), or exactly as from: the time to
+ * give --snapshot-at for a state that holds from one event to the next. */
+static void seconds(char *buf, size_t len, double from, double to)
+{
+	double mid = from + (to - from) / 2;
+	for (int digits = 1; digits <= 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, mid);
+		double x = strtod(buf, NULL);
+		if (x >= from && x < to)
+			return;
+	}
+	snprintf(buf, len, "%.17g", from);
+}
+
+/* Closes the snapshot file f (path) after the first run; r: its result, NULL if it failed
+ * (its error said). A user never gets an empty file with status 0: a snapshot that was
+ * not taken removes the file with a line saying why, and one taken where no iteration
+ * ends says when. 0, or 1 after a line on stderr. */
+static int snapshot_close(FILE *f, const char *path, const char *at, const char *workload, const struct sim_result *r)
+{
+	struct stat st;
+	/* Only a file made here is removed, never a device or pipe given as FILE. */
+	int regular = !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
+	long written = regular ? ftell(f) : 1;
+	if (fclose(f)) {
+		fprintf(stderr, "marcel-sim: --snapshot %s: %s\n", path, strerror(errno));
+		if (regular)
+			unlink(path);
+		return 1;
+	}
+	if (!r) {
+		if (regular && written <= 0)
+			unlink(path);
+		return 1;
+	}
+	char t[32];
+	switch (r->snapshot) {
+	case SIM_SNAP_NONE:
+		if (regular)
+			unlink(path);
+		if (at)
+			fprintf(stderr, "marcel-sim: --snapshot-at %s: workload %s ends at %g s, before it: no snapshot "
+					"in %s (give an earlier time)\n", at, workload, r->makespan, path);
+		else
+			fprintf(stderr, "marcel-sim: --snapshot %s: workload %s has no instant with a thread alive: "
+					"no snapshot\n", path, workload);
+		return 1;
+	case SIM_SNAP_PEAK:
+		seconds(t, sizeof(t), r->snapshot_t, r->snapshot_until);
+		fprintf(stderr, "marcel-sim: --snapshot %s: workload %s has no iterations: the snapshot is at %s s, when "
+				"the most threads were alive (%u of %u; --snapshot-at %s takes the same)\n",
+			path, workload, t, r->snapshot_live, r->nb_threads, t);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	atexit(owned_free);
@@ -180,6 +241,7 @@ int main(int argc, char **argv)
 	const char *workload = "metbench", *strategies = "null", *hw = "off", *trace = NULL, *snapshot = NULL;
 	const char *topology = NULL;
 	double snapshot_at = -1;
+	const char *snapshot_at_arg = NULL;
 	unsigned long long seed = 1;
 	int per_thread = 0;
 	for (int i = 1; i < argc; i++) {
@@ -229,6 +291,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "marcel-sim: --snapshot-at %s: expected a time in seconds, 0 or more\n", v);
 				return 2;
 			}
+			snapshot_at_arg = v;
 		} else if (!strcmp(a, "--seed")) {
 			char *end;
 			seed = strtoull(v, &end, 10);
@@ -317,10 +380,11 @@ int main(int argc, char **argv)
 			int e = sim_run(&c, &w, &r, err, sizeof(err));
 			if (tf)
 				fclose(tf);
-			if (sf)
-				fclose(sf);
-			if (e) {
+			if (e)
 				fprintf(stderr, "marcel-sim: %s: %s\n", snames[i], err);
+			if (sf && snapshot_close(sf, snapshot, snapshot_at_arg, workload, e ? NULL : &r))
+				status = 1;
+			if (e) {
 				status = 1;
 				continue;
 			}

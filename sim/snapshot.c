@@ -2,7 +2,9 @@
  * A snapshot of the simulated scheduler, in the JSON of marcel_sched_snapshot_write_json
  * (marcel/include/marcel/snapshot.h): queues in topology pre-order then the VPs' own,
  * entities in bubble-tree pre-order from the root. Whatever draws or reads the library's
- * snapshots reads these alike. Topology names contain no character JSON escapes.
+ * snapshots reads these alike. Topology names contain no character JSON escapes. Also
+ * when it is taken: at a given time, at the end of the first iteration, or (a run
+ * without iterations) where the most threads are alive, which sim_run finds by watching.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -126,4 +128,30 @@ int sim_snapshot_write(struct sim *s, FILE *out)
 	free(it);
 	free(ib);
 	return ferror(out) ? EIO : 0;
+}
+
+void sim_snapshot(struct sim *s, enum sim_snapshot_when when, double until)
+{
+	s->snapshot_done = 1;
+	s->snap_when = when;
+	s->snap_t = s->now;
+	s->snap_until = until;
+	s->snap_live = s->alive - s->unspawned;
+	if (sim_snapshot_write(s, s->c->snapshot))
+		sim_fail(s, "the snapshot could not be written");
+}
+
+void sim_snapshot_watch(struct sim *s, double next)
+{
+	if (s->c->snapshot_at >= 0) {
+		if (next > s->c->snapshot_at)
+			sim_snapshot(s, SIM_SNAP_AT, next);
+		return;
+	}
+	/* Strictly more: of instants with as many, the first. */
+	unsigned live = s->alive - s->unspawned;
+	if (live > s->peak_live) {
+		s->peak_live = live;
+		s->peak_t = s->now;
+	}
 }

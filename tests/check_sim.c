@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "ma_check_run.h"
 #include "ma_sim.h"
@@ -525,6 +527,184 @@ START_TEST(trace_and_snapshot)
 }
 END_TEST
 
+/* Runs w on m (null) with a snapshot asked at `at` (< 0: the default) into a file read back
+ * into *json (to free); the trace too if trace is not NULL (to free). */
+static struct sim_result snap_run(const struct sim_machine *m, const struct sim_workload *w, double at, char **json,
+				  char **trace)
+{
+	FILE *sf = tmpfile(), *tf = trace ? tmpfile() : NULL;
+	ck_assert_ptr_nonnull(sf);
+	struct sim_config c = { .machine = *m, .strategy = "null", .seed = 1, .snapshot = sf, .snapshot_at = at,
+				.trace = tf };
+	struct sim_result r;
+	ck_assert_msg(sim_run(&c, w, &r, err, sizeof(err)) == 0, "snapshot at %g: %s", at, err);
+	FILE *files[] = { sf, tf };
+	char **texts[] = { json, trace };
+	for (unsigned k = 0; k < 2 && files[k]; k++) {
+		long n = ftell(files[k]);
+		ck_assert_int_ge(n, 0);
+		*texts[k] = malloc((size_t)n + 1);
+		ck_assert_ptr_nonnull(*texts[k]);
+		rewind(files[k]);
+		ck_assert_uint_eq(fread(*texts[k], 1, (size_t)n, files[k]), (size_t)n);
+		(*texts[k])[n] = 0;
+		fclose(files[k]);
+	}
+	return r;
+}
+
+/* Threads alive in a snapshot of sumtime: ready, running, or blocked after running (in a
+ * join). Blocked without CPU time: not spawned yet (an inner thread computes first). */
+static unsigned snap_live(const char *json)
+{
+	unsigned live = 0;
+	for (const char *p = json; (p = strstr(p, "\"kind\":\"thread\"")); p++) {
+		int state;
+		long long cpu;
+		const char *st = strstr(p, "\"state\":"), *c = strstr(p, "\"cpu_ns\":");
+		ck_assert_msg(st && c && sscanf(st, "\"state\":%d", &state) == 1 && sscanf(c, "\"cpu_ns\":%lld", &cpu) == 1,
+			      "a thread without state or cpu_ns: %.80s", p);
+		live += state == 1 || state == 2 || (state == 3 && cpu > 0);
+	}
+	return live;
+}
+
+/* A workload without iterations (sumtime) and no --snapshot-at: the snapshot is not empty;
+ * it shows the first instant with the most threads alive, as every state just before a
+ * thread ends confirms, and the same as asked at its time; the trace is written once. A
+ * time after the run's last event takes none, and says so in the result. */
+START_TEST(snapshot_without_iterations)
+{
+	struct sim_machine m;
+	exact_machine(&m, "core:2");
+	struct sim_workload w;
+	ck_assert_int_eq(sim_workload_make(&w, "sumtime:depth=4", 2, err, sizeof(err)), 0);
+	char *peak, *trace, *again;
+	struct sim_result r = snap_run(&m, &w, -1, &peak, &trace);
+	ck_assert_uint_eq(r.iterations, 0);
+	ck_assert_int_eq(r.snapshot, SIM_SNAP_PEAK);
+	const char *head = "{\"strategy\":\"null\",\"vps\":2,\"queues\":[";
+	ck_assert_msg(!strncmp(peak, head, strlen(head)), "snapshot starts: %.60s", peak);
+	ck_assert_uint_eq(snap_live(peak), r.snapshot_live);
+	ck_assert_uint_gt(r.snapshot_live, 2);
+	ck_assert_msg(r.snapshot_t >= 0 && r.snapshot_t < r.snapshot_until && r.snapshot_until <= r.makespan,
+		      "the snapshot holds from %g s to %g s of %g s", r.snapshot_t, r.snapshot_until, r.makespan);
+	size_t tn = strlen(trace);
+	ck_assert_msg(tn > 10 && !strcmp(trace + tn - 4, "\n]}\n"), "trace ends: %s", trace + (tn > 20 ? tn - 20 : 0));
+	ck_assert_ptr_null(strstr(strstr(trace, "\"traceEvents\"") + 1, "\"traceEvents\""));
+	free(trace);
+	/* Any time the state holds gives the same bytes. */
+	double mid = r.snapshot_t + (r.snapshot_until - r.snapshot_t) / 2;
+	struct sim_result at = snap_run(&m, &w, mid, &again, NULL);
+	ck_assert_int_eq(at.snapshot, SIM_SNAP_AT);
+	ck_assert_double_eq(at.snapshot_t, r.snapshot_t);
+	ck_assert_msg(!strcmp(again, peak), "at %g s: %.200s\nthe default: %.200s", mid, again, peak);
+	free(again);
+	sim_result_free(&at);
+	/* The state just before each thread ends: never more alive, and fewer before the peak. */
+	unsigned most = 0;
+	for (unsigned t = 0; t < r.nb_threads; t++) {
+		double before = nextafter(r.thread[t].end, 0);
+		struct sim_result b = snap_run(&m, &w, before, &again, NULL);
+		ck_assert_int_eq(b.snapshot, SIM_SNAP_AT);
+		unsigned live = snap_live(again);
+		ck_assert_uint_eq(live, b.snapshot_live);
+		ck_assert_msg(live <= r.snapshot_live, "just before thread %u ends (%g s): %u alive, the peak %u", t,
+			      r.thread[t].end, live, r.snapshot_live);
+		if (b.snapshot_t < r.snapshot_t)
+			ck_assert_msg(live < r.snapshot_live, "at %g s already %u alive, the peak's %u at %g s",
+				      b.snapshot_t, live, r.snapshot_live, r.snapshot_t);
+		most = live > most ? live : most;
+		free(again);
+		sim_result_free(&b);
+	}
+	ck_assert_uint_eq(most, r.snapshot_live);
+	free(peak);
+	/* After the last event: no snapshot, and the result says so. */
+	struct sim_result late = snap_run(&m, &w, r.makespan, &again, NULL);
+	ck_assert_int_eq(late.snapshot, SIM_SNAP_NONE);
+	ck_assert_str_eq(again, "");
+	free(again);
+	sim_result_free(&late);
+	sim_result_free(&r);
+	sim_workload_free(&w);
+}
+END_TEST
+
+/* The command: no iterations gives a snapshot and one line on stderr saying when, whose
+ * --snapshot-at takes the same; a time after the end exits 1, removes the file and says
+ * why in one line naming the option and the workload. marcel-sim is the one built beside
+ * this program. */
+static int sim_command(const char *args, char *line, size_t len)
+{
+	char self[4096], cmd[9000];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(n, 0);
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	/* Its stderr read here, its stdout (the table) dropped. */
+	snprintf(cmd, sizeof(cmd), "'%s/../sim/marcel-sim' %s 2>&1 >/dev/null", self, args);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t got = fread(line, 1, len - 1, p);
+	line[got] = 0;
+	int st = pclose(p);
+	ck_assert_msg(st != -1 && WIFEXITED(st), "%s: did not exit", cmd);
+	return WEXITSTATUS(st);
+}
+
+static int one_line(const char *text)
+{
+	const char *nl = strchr(text, '\n');
+	return nl && !nl[1];
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) ? -1 : (long)st.st_size;
+}
+
+START_TEST(snapshot_command)
+{
+	char dir[] = "/tmp/check-sim-snap-XXXXXX", a[64], b[64], args[400], line[1000];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a.json", dir);
+	snprintf(b, sizeof(b), "%s/b.json", dir);
+	const char *spec = "--machine topology=core:2 --workload sumtime:depth=4";
+	snprintf(args, sizeof(args), "%s --snapshot '%s'", spec, a);
+	ck_assert_int_eq(sim_command(args, line, sizeof(line)), 0);
+	ck_assert_int_gt(file_size(a), 100);
+	const char *at = strstr(line, "--snapshot-at ");
+	ck_assert_msg(strstr(line, "workload sumtime:depth=4 has no iterations") && at && one_line(line),
+		      "one line saying when: %s", line);
+	char t[40];
+	ck_assert_int_eq(sscanf(at, "--snapshot-at %39[0-9.e-]", t), 1);
+	snprintf(args, sizeof(args), "%s --snapshot '%s' --snapshot-at %s", spec, b, t);
+	ck_assert_int_eq(sim_command(args, line, sizeof(line)), 0);
+	ck_assert_str_eq(line, "");
+	char *x = NULL, *y = NULL;
+	size_t nx = 0, ny = 0;
+	FILE *fx = fopen(a, "r"), *fy = fopen(b, "r");
+	ck_assert_ptr_nonnull(fx);
+	ck_assert_ptr_nonnull(fy);
+	ck_assert_int_gt(getdelim(&x, &nx, 0, fx), 0);
+	ck_assert_int_gt(getdelim(&y, &ny, 0, fy), 0);
+	ck_assert_msg(!strcmp(x, y), "--snapshot-at %s differs from the default", t);
+	free(x);
+	free(y);
+	fclose(fx);
+	fclose(fy);
+	snprintf(args, sizeof(args), "%s --snapshot '%s' --snapshot-at 10", spec, b);
+	ck_assert_int_eq(sim_command(args, line, sizeof(line)), 1);
+	ck_assert_int_eq(file_size(b), -1);
+	ck_assert_msg(strstr(line, "--snapshot-at 10: workload sumtime:depth=4 ends at ") && one_line(line),
+		      "one line saying why: %s", line);
+	unlink(a);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* A run's trace replayed: the same threads compute as long as they ran (no speed
  * differences on this machine), in the same bubbles; a corrupt trace gets one line. */
 START_TEST(replay_round_trip)
@@ -592,6 +772,8 @@ int main(void)
 	tcase_add_test(tc, deterministic);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, trace_and_snapshot);
+	tcase_add_test(tc, snapshot_without_iterations);
+	tcase_add_test(tc, snapshot_command);
 	tcase_add_test(tc, replay_round_trip);
 	suite_add_tcase(s, tc);
 	return ma_check_run(s);
