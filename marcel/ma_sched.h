@@ -169,11 +169,41 @@ struct marcel_task {
 	marcel_func_t func;
 	any_t arg;
 	any_t retval;
-	/* The innermost cleanup handler (cancel.c), written by the thread only. Reset when
-	 * the descriptor is freed: a function that returned inside a push/pop block leaves
-	 * it stale. */
+	/*
+	 * The plain fields a new thread relies on being 0, zeroed as one block when the
+	 * descriptor is freed (ma_task_free): a few stores instead of a test per field. Each
+	 * is written by the thread itself, by its creator before it starts or under its
+	 * bubble's lock, and read by nobody else once the thread has ended and left its
+	 * worker (which ma_task_free's callers wait for).
+	 */
+	char fresh_begin[0];
+	/* The innermost cleanup handler (cancel.c), written by the thread only. Left stale
+	 * by a function that returned inside a push/pop block. */
 	struct marcel_cleanup_buffer *cleanup;
 	void *stack_base;                 /* lowest usable byte; NULL until first run */
+	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
+	/* AddressSanitizer fiber bookkeeping (unused in normal builds). */
+	void *asan_fake_stack;
+	const void *asan_bottom;
+	size_t asan_size;
+	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
+	 * are not tracked and their misuse is not diagnosed. */
+	struct { void *lock; unsigned count; } rd_held[4];
+	unsigned rd_untracked;
+	/* Private bubbles it woke that are still private (bubbles/private.c): published
+	 * before it ends, since publishing wakes them into its bubble. */
+	unsigned nb_private_woken;
+	unsigned stray_yields;            /* its own count of stray yields (see stray below) */
+	unsigned char posix;              /* marcel_create_posix: marcel_end does not wait for it */
+	/* Taken from a private bubble by its joiner (bubbles/private.c): its sched_holder is
+	 * set when that bubble is published. */
+	unsigned char private_claimed;
+	/* Being handed to an idle VP (bubbles/private.c): the wake-up publishing its bubble
+	 * leaves it to the hand-over. Written under that bubble's lock. */
+	unsigned char private_handed;
+	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
+	unsigned char in_section;         /* in a blocking section (blocking.c) */
+	char fresh_end[0];
 	size_t stack_size;                /* requested size; the stack is bound at first run */
 	uint64_t fpctl;                   /* FP control state inherited from the creator */
 	int saved_errno;
@@ -181,23 +211,11 @@ struct marcel_task {
 	unsigned magic;
 	unsigned char is_main, is_idle, preemptible, dontsched;
 	unsigned char seed;               /* marcel_attr_setseed: its joiner may run it (seed.c) */
-	unsigned char posix;              /* marcel_create_posix: marcel_end does not wait for it */
 	struct ma_seed_run *inline_run;   /* running on its joiner's stack (seed.c), else NULL */
-	/* Taken from a private bubble by its joiner (bubbles/private.c): its sched_holder is
-	 * set when that bubble is published. */
-	unsigned char private_claimed;
-	/* Being handed to an idle VP (bubbles/private.c): the wake-up publishing its bubble
-	 * leaves it to the hand-over. Written under that bubble's lock. */
-	unsigned char private_handed;
-	/* Private bubbles it woke that are still private (bubbles/private.c): published
-	 * before it ends, since publishing wakes them into its bubble. */
-	unsigned nb_private_woken;
-	unsigned char canary;             /* slab stack: check the canary below it (stack.c) */
 	_Atomic int last_vp;              /* written by the VP that runs it, without a lock */
 	char name[MARCEL_MAXNAMESIZE];
 	struct ma_specific *specific;     /* thread-specific values; kept with the descriptor */
 	atomic_int parked;                /* parked by marcel_suspend (runqueue.c) */
-	unsigned char in_section;         /* in a blocking section (blocking.c) */
 	uint64_t id;                      /* unique for the process's lifetime (trace, snapshot) */
 	/* marcel_thread_preemption_disable nesting; written by the thread itself, read by the
 	 * preemption handler on the same kernel thread. */
@@ -215,13 +233,11 @@ struct marcel_task {
 	 * is ready, so the move takes effect. */
 	atomic_int move_req;
 	/* A strategy took it away from its bubble's other threads (strategies/steal.c): at its
-	 * yields the strategy's stray hook may send it back. stray_yields is its own count. */
+	 * yields the strategy's stray hook may send it back (stray_yields counts them). */
 	atomic_int stray;
-	unsigned stray_yields;
 	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;
-	struct ma_bubble *children_bubble; /* implicit bubble of the threads it created */
 	/* Set (sequentially consistent) by the exit of a thread outside the bubble tree
 	 * (bubbles/free.c), before it checks whether the tree is wanted. */
 	atomic_uchar tree_exit;
@@ -244,16 +260,8 @@ struct marcel_task {
 	unsigned char pinned;             /* placed by a VP set: strategies leave it there */
 	unsigned char placed;             /* its attributes chose its first queue (VP set or
 					     policy): it starts there, not in its bubble */
-	/* Read-write locks this thread holds for reading (rwlock.c); past MA_RD_HELD, holds
-	 * are not tracked and their misuse is not diagnosed. */
-	struct { void *lock; unsigned count; } rd_held[4];
-	unsigned rd_untracked;
 	unsigned long long rand_state;    /* marcel_random */
 	struct marcel_task *pool_next;
-	/* AddressSanitizer fiber bookkeeping (unused in normal builds). */
-	void *asan_fake_stack;
-	const void *asan_bottom;
-	size_t asan_size;
 	/* ThreadSanitizer fiber of this context (unused in normal builds; ma_sanitizer.h). */
 	void *tsan_fiber;
 	/* MARCEL_DEBUG's thread-local storage check (tls_check.c), written on the kernel

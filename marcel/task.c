@@ -81,12 +81,7 @@ struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 	return t;
 }
 
-/* Sets to 0 a field that usually is 0 already. */
-#define MA_ZERO(f)                         \
-	do {                               \
-		if (ma_unlikely((f) != 0)) \
-			(f) = 0;           \
-	} while (0)
+/* Sets to 0 an atomic field that usually is 0 already. */
 #define MA_ZERO_ATOMIC(f)                                                               \
 	do {                                                                            \
 		if (ma_unlikely(atomic_load_explicit(&(f), memory_order_relaxed) != 0)) \
@@ -95,25 +90,12 @@ struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 
 void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 {
-	/* Only the fields a new thread relies on being zero; creation sets the others. Most
-	 * are zero already (a seed run inline touched none of them), and each is tested
-	 * before it is stored: stores bound a fine-grained recursion's spawns (doc/design.md,
-	 * "Spawn cost"). */
+	/* What a new thread relies on being zero; creation sets the rest. The plain fields
+	 * are one block (ma_sched.h); the atomics, which other VPs may glance at in a
+	 * recycled descriptor, are each tested before they are stored, most being zero
+	 * already. */
 	atomic_store_explicit(&t->state, MA_TASK_FREE, memory_order_release);
-	MA_ZERO(t->stack_base);
-	MA_ZERO(t->asan_fake_stack);
-	MA_ZERO(t->asan_bottom);
-	MA_ZERO(t->asan_size);
-	MA_ZERO(t->in_section);
-	MA_ZERO(t->canary);
-	MA_ZERO(t->stray_yields);
-	MA_ZERO(t->rd_untracked);
-	MA_ZERO(t->children_bubble);
-	MA_ZERO(t->nb_private_woken);
-	MA_ZERO(t->private_claimed);
-	MA_ZERO(t->private_handed);
-	MA_ZERO(t->posix);
-	MA_ZERO(t->cleanup);
+	memset(t->fresh_begin, 0, (size_t)(t->fresh_end - t->fresh_begin));
 	MA_ZERO_ATOMIC(t->suspend_req);
 	MA_ZERO_ATOMIC(t->parked);
 	MA_ZERO_ATOMIC(t->preempt_off);
@@ -125,12 +107,6 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	MA_ZERO_ATOMIC(t->tree_exit);
 	if (ma_read_once(&t->e.ready_holder))
 		ma_write_once(&t->e.ready_holder, NULL);
-	/* Read locks still held when it ended (a misuse rwlock.c cannot diagnose then). */
-	for (unsigned i = 0; i < sizeof(t->rd_held) / sizeof(t->rd_held[0]); i++)
-		if (ma_unlikely(t->rd_held[i].lock != NULL)) {
-			t->rd_held[i].lock = NULL;
-			t->rd_held[i].count = 0;
-		}
 	if (ma_likely(w && w->nb_tasks < MA_TASK_POOL_MAX)) {
 		t->pool_next = w->tasks;
 		w->tasks = t;
