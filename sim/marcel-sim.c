@@ -304,6 +304,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (snapshot_at_arg && !snapshot) {
+		fprintf(stderr, "marcel-sim: --snapshot-at %s: needs --snapshot FILE (where to write it)\n", snapshot_at_arg);
+		return 2;
+	}
 	/* --topology wins over a preset's, wherever it was given. */
 	if (topology)
 		m.topology = topology;

@@ -700,6 +700,11 @@ START_TEST(snapshot_command)
 	ck_assert_int_eq(file_size(b), -1);
 	ck_assert_msg(strstr(line, "--snapshot-at 10: workload sumtime:depth=4 ends at ") && one_line(line),
 		      "one line saying why: %s", line);
+	/* A time with nowhere to write is refused, not ignored. */
+	snprintf(args, sizeof(args), "%s --snapshot-at 0.001", spec);
+	ck_assert_int_eq(sim_command(args, line, sizeof(line)), 2);
+	ck_assert_msg(strstr(line, "--snapshot-at 0.001: needs --snapshot FILE") && one_line(line),
+		      "one line saying why: %s", line);
 	unlink(a);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
