@@ -3,6 +3,7 @@
  * Descriptors are never returned to the system while the runtime runs, so a stale handle
  * can still be read safely (a second join finds MA_TASK_FREE and fails with ESRCH).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,19 @@ struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 			atomic_store_explicit(&(f), 0, memory_order_relaxed);           \
 	} while (0)
 
+/* Zeroes the descriptor's fresh block (ma_sched.h) in pieces of 64 bytes at most: GCC
+ * expands a longer memset into `rep stos`, whose start costs more than the whole block
+ * in plain stores (doc/design.md, "Stores and string instructions"). */
+static inline void ma_task_zero_fresh(struct marcel_task *t)
+{
+	enum { FRESH = offsetof(struct marcel_task, fresh_end) - offsetof(struct marcel_task, fresh_begin) };
+	char *p = t->fresh_begin;
+	size_t n = FRESH;
+	for (; n >= 64; n -= 64, p += 64)
+		memset(p, 0, 64);
+	memset(p, 0, n);
+}
+
 void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 {
 	/* What a new thread relies on being zero; creation sets the rest. The plain fields
@@ -95,7 +109,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	 * recycled descriptor, are each tested before they are stored, most being zero
 	 * already. */
 	atomic_store_explicit(&t->state, MA_TASK_FREE, memory_order_release);
-	memset(t->fresh_begin, 0, (size_t)(t->fresh_end - t->fresh_begin));
+	ma_task_zero_fresh(t);
 	MA_ZERO_ATOMIC(t->suspend_req);
 	MA_ZERO_ATOMIC(t->parked);
 	MA_ZERO_ATOMIC(t->preempt_off);
