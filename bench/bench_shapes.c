@@ -62,10 +62,23 @@ static any_t sem_side(any_t arg)
 	return NULL;
 }
 
+static marcel_barrier_t bar;
+
+static any_t bar_side(any_t arg)
+{
+	(void)arg;
+	for (long i = 0; i < n_ops; i++) {
+		int e = marcel_barrier_wait(&bar);
+		if (e && e != MARCEL_BARRIER_SERIAL_THREAD)
+			shape_fail("marcel_barrier_wait", e);
+	}
+	return NULL;
+}
+
 /* One run of the shape: ns per operation. */
 static double run(enum shape s, long n, marcel_t *all)
 {
-	marcel_t t[2];
+	marcel_t t[SHAPE_BARRIER_N];
 	any_t r;
 	n_ops = n;
 	double t0 = shape_now_ns(), ops = (double)n;
@@ -92,19 +105,19 @@ static double run(enum shape s, long n, marcel_t *all)
 			SHAPE_CHECK(marcel_join(all[i], NULL));
 		break;
 	case SHAPE_CONDHANDOFF:
+	case SHAPE_SEM:
 		h.turn = 0;
-		SHAPE_CHECK(marcel_create(&t[1], NULL, side, &side_ids[1]));
-		SHAPE_CHECK(marcel_create(&t[0], NULL, side, &side_ids[0]));
+		SHAPE_CHECK(marcel_create(&t[1], NULL, s == SHAPE_SEM ? sem_side : side, &side_ids[1]));
+		SHAPE_CHECK(marcel_create(&t[0], NULL, s == SHAPE_SEM ? sem_side : side, &side_ids[0]));
 		SHAPE_CHECK(marcel_join(t[0], NULL));
 		SHAPE_CHECK(marcel_join(t[1], NULL));
 		ops = 2.0 * (double)n;
 		break;
-	case SHAPE_SEM:
-		SHAPE_CHECK(marcel_create(&t[1], NULL, sem_side, &side_ids[1]));
-		SHAPE_CHECK(marcel_create(&t[0], NULL, sem_side, &side_ids[0]));
-		SHAPE_CHECK(marcel_join(t[0], NULL));
-		SHAPE_CHECK(marcel_join(t[1], NULL));
-		ops = 2.0 * (double)n;
+	case SHAPE_BARRIER:
+		for (int k = 0; k < SHAPE_BARRIER_N; k++)
+			SHAPE_CHECK(marcel_create(&t[k], NULL, bar_side, NULL));
+		for (int k = 0; k < SHAPE_BARRIER_N; k++)
+			SHAPE_CHECK(marcel_join(t[k], NULL));
 		break;
 	default:
 		break;
@@ -124,6 +137,7 @@ int main(int argc, char **argv)
 	SHAPE_CHECK(marcel_cond_init(&h.c[1], NULL));
 	SHAPE_CHECK(marcel_sem_init(&sems[0], 0));
 	SHAPE_CHECK(marcel_sem_init(&sems[1], 0));
+	SHAPE_CHECK(marcel_barrier_init(&bar, NULL, SHAPE_BARRIER_N));
 	marcel_t *all = o.shape == SHAPE_BATCH ? malloc((size_t)o.n * sizeof(*all)) : NULL;
 	if (o.shape == SHAPE_BATCH && !all)
 		shape_fail("malloc", -1);

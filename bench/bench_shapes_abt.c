@@ -86,6 +86,15 @@ static void sem_side(void *arg)
 	}
 }
 
+static ABT_barrier bar;
+
+static void bar_side(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < n_ops; i++)
+		SHAPE_CHECK(ABT_barrier_wait(bar));
+}
+
 /* Joins and frees t: the pair marcel_join is compared with. */
 static void join(ABT_thread *t)
 {
@@ -94,7 +103,7 @@ static void join(ABT_thread *t)
 
 static double run(enum shape s, long n, ABT_thread *all)
 {
-	ABT_thread t[2];
+	ABT_thread t[SHAPE_BARRIER_N];
 	n_ops = n;
 	double t0 = shape_now_ns(), ops = (double)n;
 	switch (s) {
@@ -118,19 +127,21 @@ static double run(enum shape s, long n, ABT_thread *all)
 			join(&all[i]);
 		break;
 	case SHAPE_CONDHANDOFF:
+	case SHAPE_SEM:
 		h.turn = 0;
-		SHAPE_CHECK(ABT_thread_create(pool, side, &side_ids[1], ABT_THREAD_ATTR_NULL, &t[1]));
-		SHAPE_CHECK(ABT_thread_create(pool, side, &side_ids[0], ABT_THREAD_ATTR_NULL, &t[0]));
+		SHAPE_CHECK(ABT_thread_create(pool, s == SHAPE_SEM ? sem_side : side, &side_ids[1], ABT_THREAD_ATTR_NULL,
+					      &t[1]));
+		SHAPE_CHECK(ABT_thread_create(pool, s == SHAPE_SEM ? sem_side : side, &side_ids[0], ABT_THREAD_ATTR_NULL,
+					      &t[0]));
 		join(&t[0]);
 		join(&t[1]);
 		ops = 2.0 * (double)n;
 		break;
-	case SHAPE_SEM:
-		SHAPE_CHECK(ABT_thread_create(pool, sem_side, &side_ids[1], ABT_THREAD_ATTR_NULL, &t[1]));
-		SHAPE_CHECK(ABT_thread_create(pool, sem_side, &side_ids[0], ABT_THREAD_ATTR_NULL, &t[0]));
-		join(&t[0]);
-		join(&t[1]);
-		ops = 2.0 * (double)n;
+	case SHAPE_BARRIER:
+		for (int k = 0; k < SHAPE_BARRIER_N; k++)
+			SHAPE_CHECK(ABT_thread_create(pool, bar_side, NULL, ABT_THREAD_ATTR_NULL, &t[k]));
+		for (int k = 0; k < SHAPE_BARRIER_N; k++)
+			join(&t[k]);
 		break;
 	default:
 		break;
@@ -150,6 +161,7 @@ int main(int argc, char **argv)
 	SHAPE_CHECK(ABT_mutex_create(&h.m));
 	SHAPE_CHECK(ABT_cond_create(&h.c[0]));
 	SHAPE_CHECK(ABT_cond_create(&h.c[1]));
+	SHAPE_CHECK(ABT_barrier_create(SHAPE_BARRIER_N, &bar));
 	for (int i = 0; i < 2; i++) {
 		SHAPE_CHECK(ABT_mutex_create(&sems[i].m));
 		SHAPE_CHECK(ABT_cond_create(&sems[i].c));
@@ -165,6 +177,7 @@ int main(int argc, char **argv)
 	ABT_cond_free(&h.c[0]);
 	ABT_cond_free(&h.c[1]);
 	ABT_mutex_free(&h.m);
+	ABT_barrier_free(&bar);
 	for (int i = 0; i < 2; i++) {
 		ABT_cond_free(&sems[i].c);
 		ABT_mutex_free(&sems[i].m);

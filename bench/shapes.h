@@ -13,6 +13,7 @@
  *                semaphore each (post the other's, wait on one's own): ns per hand-off.
  *                Argobots has no semaphore: its peer is the usual one built from a
  *                mutex, a condition and a count.
+ *   barrier      four threads on one worker meet at a barrier n times: ns per round
  *
  * usage: PROG --shape S [--n N] [--warmup W]: prints "SHAPE ns=X n=N" after W (1) warm-up
  * runs of the same size; --warmup 0 for instruction counts.
@@ -25,10 +26,12 @@
 #include <string.h>
 #include <time.h>
 
-enum shape { SHAPE_YIELD, SHAPE_CREATE1, SHAPE_BATCH, SHAPE_CONDHANDOFF, SHAPE_SEM, SHAPE_NB };
-static const char *const shape_names[SHAPE_NB] = { "yield", "create1", "batch", "condhandoff", "sem" };
+enum shape { SHAPE_YIELD, SHAPE_CREATE1, SHAPE_BATCH, SHAPE_CONDHANDOFF, SHAPE_SEM, SHAPE_BARRIER, SHAPE_NB };
+static const char *const shape_names[SHAPE_NB] = { "yield", "create1", "batch", "condhandoff", "sem", "barrier" };
 /* Default sizes: runs of about 50-100 ms here. */
-static const long shape_default_n[SHAPE_NB] = { 2000000, 500000, 100000, 500000, 500000 };
+static const long shape_default_n[SHAPE_NB] = { 2000000, 500000, 100000, 500000, 500000, 200000 };
+/* Threads meeting at the barrier of the barrier shape. */
+#define SHAPE_BARRIER_N 4
 
 struct shape_opts {
 	enum shape shape;
@@ -38,7 +41,7 @@ struct shape_opts {
 
 static inline void shape_usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s --shape yield|create1|batch|condhandoff|sem [--n N (1 to 10^8)] [--warmup W (0 to 10)]\n",
+	fprintf(stderr, "usage: %s --shape yield|create1|batch|condhandoff|sem|barrier [--n N (1 to 10^8)] [--warmup W (0 to 10)]\n",
 		prog);
 	exit(2);
 }
@@ -55,7 +58,7 @@ static inline void shape_parse(int argc, char **argv, struct shape_opts *o)
 				if (!strcmp(s, shape_names[k]))
 					o->shape = (enum shape)k;
 			if (o->shape == SHAPE_NB) {
-				fprintf(stderr, "%s: --shape %s: expected yield, create1, batch, condhandoff or sem\n", argv[0], s);
+				fprintf(stderr, "%s: --shape %s: expected yield, create1, batch, condhandoff, sem or barrier\n", argv[0], s);
 				exit(2);
 			}
 		} else if (!strcmp(argv[i], "--n") && i + 1 < argc) {

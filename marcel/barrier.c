@@ -1,12 +1,14 @@
 /*
  * Barriers: arrivals are counted under a small lock; the last one of a round starts the
- * next round by bumping the generation and waking everyone blocked on it. Waiters block
- * on the generation's address while it is unchanged, and never touch the barrier again
- * once woken (so any thread may destroy it as soon as it returns): that is why the
- * wake-up must be exact, see marcel_barrier_wait.
+ * next round by bumping the generation and waking everyone the round queued. A waiter
+ * links its wait node (ma_waitq.h) into the barrier's list under the lock, and the last
+ * arrival takes the whole list under it: a thread of the next round, which must take the
+ * lock to arrive, starts a new list, so the wake-up reaches this round exactly. Waiters
+ * never touch the barrier again once woken (any thread may destroy it as soon as it
+ * returns).
  */
 #include <limits.h>
-#include "ma_sync.h"
+#include "ma_waitq.h"
 #include "ma_hooks.h"
 
 static inline ma_spinlock_t *ma_block(marcel_barrier_t *b)
@@ -17,6 +19,12 @@ static inline ma_spinlock_t *ma_block(marcel_barrier_t *b)
 static inline atomic_uint *ma_bgen(marcel_barrier_t *b)
 {
 	return (atomic_uint *)&b->__gen;
+}
+
+/* The round's waiters, newest first (under the lock). */
+static inline struct ma_wq_node **ma_bq(marcel_barrier_t *b)
+{
+	return (struct ma_wq_node **)&b->__waiters;
 }
 
 int marcel_barrierattr_init(marcel_barrierattr_t *attr)
@@ -80,6 +88,7 @@ int marcel_barrier_init(marcel_barrier_t *b, const marcel_barrierattr_t *attr, u
 	b->__gen = 0;
 	b->__mode = attr ? attr->__mode : MARCEL_BARRIER_SLEEP_MODE;
 	b->__pad = 0;
+	b->__waiters = 0;
 	return 0;
 }
 
@@ -102,10 +111,14 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 	if (++b->__arrived >= b->__count) {
 		b->__arrived = 0;
 		atomic_store(ma_bgen(b), gen + 1);
-		/* Woken under the lock: a thread of the next round, which must take it to
-		 * arrive, cannot be queued yet, so this wake-up reaches this round only. */
-		ma_fwake(ma_bgen(b), ~0u);
+		struct ma_wq_node *n = *ma_bq(b);
+		*ma_bq(b) = NULL;
 		ma_spin_unlock(ma_block(b));
+		while (n) {
+			struct ma_wq_node *next = n->next; /* read before the wake: n may vanish after it */
+			ma_waiter_wake(&n->w);
+			n = next;
+		}
 		ma_hook_hw_iteration(b);
 		return MARCEL_BARRIER_SERIAL_THREAD;
 	}
@@ -115,16 +128,22 @@ int marcel_barrier_wait(marcel_barrier_t *b)
 		ma_spin_unlock(ma_block(b));
 		return ma_not_running("marcel_barrier_wait", EPERM);
 	}
-	int mode = b->__mode;
-	ma_spin_unlock(ma_block(b));
-	if (mode == MARCEL_BARRIER_YIELD_MODE) {
+	if (b->__mode == MARCEL_BARRIER_YIELD_MODE) {
+		ma_spin_unlock(ma_block(b));
 		while (atomic_load_explicit(ma_bgen(b), memory_order_acquire) == gen)
 			ma_poll_yield();
 		return 0;
 	}
-	/* 0: woken by the last arrival; EAGAIN: the round ended before we queued. Either way
-	 * the round is over: no re-check that would read the barrier again. */
-	ma_fwait_u32_spin(ma_bgen(b), gen, MA_NO_DEADLINE, 0);
+	struct ma_wq_node n;
+	ma_wq_node_init(&n, ma_task_self());
+	n.next = *ma_bq(b);
+	*ma_bq(b) = &n;
+	/* The lock's release publishes the node (ma_waiter_init's rule: the last arrival
+	 * finds it under the same lock). */
+	ma_spin_unlock(ma_block(b));
+	/* No deadline, not a cancellation point: this ends with the last arrival's wake-up
+	 * (the node is in no queue that ma_wq_wait would take it out of). */
+	ma_wq_wait(NULL, &n, MA_NO_DEADLINE, 0);
 	return 0;
 }
 

@@ -308,6 +308,9 @@ typedef struct {
 	unsigned __gen;    /**< @private round number */
 	int __mode;        /**< @private */
 	unsigned __pad;    /**< @private */
+	/** @private The threads of this round blocked in it, newest first: a list of the
+	 * wait nodes of marcel/ma_waitq.h, under __lock. */
+	unsigned long long __waiters;
 } marcel_barrier_t;
 
 /** Initialises @p attr (sleep mode). @return 0; EINVAL if NULL. */
