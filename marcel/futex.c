@@ -1,5 +1,9 @@
 /*
- * Wait queues keyed by address: the one blocking mechanism of every primitive.
+ * Wait queues keyed by address: the blocking mechanism of the primitives whose objects
+ * have no room for their waiters (read-write locks, marcel_once, Marcel's futex API,
+ * marcel_suspend, signal waits, the end of the runtime). Mutexes, conditions, semaphores
+ * and barriers keep their waiters in the object instead (ma_waitq.h): no hash, no shared
+ * bucket lock.
  *
  * Like the kernel's futex, a waiter checks the object's state under the lock of the
  * bucket its address hashes to, and queues itself there; a waker changes the state and

@@ -186,36 +186,42 @@ static inline int ma_worker_has_work(const struct ma_worker *w)
 
 /* ---- mutexes (mutex.c): the word, and the fast paths conditions inline ---- */
 
-#define MA_MUTEX_FREE 0
-#define MA_MUTEX_HELD 1
-#define MA_MUTEX_CONTENDED 2 /* held, and maybe waited for: its unlock wakes one */
+/* A mutex's word is a wait queue (ma_waitq.h) carrying this flag while it is held: 0 is
+ * free with nobody waiting, MA_MUTEX_HELD held with nobody waiting. */
+#define MA_MUTEX_HELD ((uint64_t)8)
 
-static inline atomic_int *ma_mstate(marcel_mutex_t *m)
+static inline _Atomic uint64_t *ma_mword(marcel_mutex_t *m)
 {
-	return (atomic_int *)&m->__state;
+	return (_Atomic uint64_t *)&m->__state;
 }
+
+/* ma_mutex_trytake's case of a word w that holds waiters: takes m if it is free. */
+int ma_mutex_trytake_queued(marcel_mutex_t *m, uint64_t w) MA_HIDDEN;
 
 /* Takes m if it is free: 1 if taken (the caller then records itself as owner). */
 static inline int ma_mutex_trytake(marcel_mutex_t *m)
 {
-	int s = MA_MUTEX_FREE;
-	return atomic_compare_exchange_strong_explicit(ma_mstate(m), &s, MA_MUTEX_HELD, memory_order_acquire,
-						       memory_order_relaxed);
+	uint64_t w = 0;
+	if (ma_likely(atomic_compare_exchange_strong_explicit(ma_mword(m), &w, MA_MUTEX_HELD, memory_order_acquire,
+							       memory_order_relaxed)))
+		return 1;
+	return !(w & MA_MUTEX_HELD) && ma_mutex_trytake_queued(m, w);
 }
 
 /* The wait of an owner-to-be that found m held: spins, then blocks until it takes it
  * (records self as owner, depth 1) or deadline passes (ETIMEDOUT). */
 int ma_mutex_acquire_slow(marcel_mutex_t *m, void *self, uint64_t deadline) MA_HIDDEN;
-/* Wakes a waiter of m, which the caller just freed while it was contended. */
-void ma_mutex_wake(marcel_mutex_t *m) MA_HIDDEN;
+/* ma_mutex_release's case of a word w with waiters: frees m and wakes the oldest. */
+void ma_mutex_release_queued(marcel_mutex_t *m, uint64_t w) MA_HIDDEN;
 
 /* Frees m, held by the caller (its depth is the caller's to keep). */
 static inline void ma_mutex_release(marcel_mutex_t *m)
 {
 	ma_write_once(&m->__owner, NULL);
-	if (ma_unlikely(atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_FREE, memory_order_release) ==
-			MA_MUTEX_CONTENDED))
-		ma_mutex_wake(m);
+	uint64_t w = MA_MUTEX_HELD;
+	if (ma_unlikely(!atomic_compare_exchange_strong_explicit(ma_mword(m), &w, 0, memory_order_release,
+								  memory_order_relaxed)))
+		ma_mutex_release_queued(m, w);
 }
 
 /* For condition variables: frees m, held by the caller whatever its recursion depth, and

@@ -4,13 +4,16 @@
  * its lock and its list walk.
  *
  * The word is 0 when nobody waits; else it points to the oldest waiter's node (on that
- * waiter's stack, 8-byte aligned), and its low bits say:
+ * waiter's stack, 16-byte aligned), and its low bits say:
  *   MA_WQ_MANY   more nodes follow the first, linked through `next`; the first one's
  *                `last` is the newest;
  *   MA_WQ_LOCK   someone is changing that list: everybody else waits for the bit to
  *                clear (a few instructions: nobody is preempted inside the library);
  *   MA_WQ_COUNT  (semaphores) not a queue but a count of units, in the bits above the
- *                three low ones.
+ *                four low ones;
+ *   MA_WQ_HELD   (mutexes) the object's own state, carried along by the queue's
+ *                operations: queuing and leaving keep it, taking a waiter out clears it
+ *                (the unlock that wakes a waiter frees the mutex in the same operation).
  * So a lone waiter queues itself with one compare-and-swap from 0, and its waker takes it
  * out with one compare-and-swap back to 0: no lock. Only a second waiter, or a waiter
  * taking itself out of a list, sets MA_WQ_LOCK.
@@ -30,7 +33,8 @@
 #define MA_WQ_LOCK ((uint64_t)1)
 #define MA_WQ_MANY ((uint64_t)2)
 #define MA_WQ_COUNT ((uint64_t)4)
-#define MA_WQ_BITS ((uint64_t)7)
+#define MA_WQ_HELD ((uint64_t)8)
+#define MA_WQ_BITS ((uint64_t)15)
 
 struct ma_wq_node {
 	struct ma_waiter w;               /* set by the waker that took the node out */
@@ -40,11 +44,17 @@ struct ma_wq_node {
 	 * takes its node out itself. */
 	atomic_int expired;
 	struct ma_timer timer;
-} __attribute__((aligned(8)));
+} __attribute__((aligned(16)));
 
 static inline struct ma_wq_node *ma_wq_first(uint64_t word)
 {
 	return (struct ma_wq_node *)(uintptr_t)(word & ~MA_WQ_BITS);
+}
+
+/* Whether word holds waiters (not a count, not just flags). */
+static inline int ma_wq_queued(uint64_t word)
+{
+	return (word & ~MA_WQ_BITS) && !(word & MA_WQ_COUNT);
 }
 
 /* Arms n for self (the caller's descriptor, NULL for a kernel thread that is not a
@@ -61,21 +71,27 @@ static inline void ma_wq_node_init(struct ma_wq_node *n, struct marcel_task *sel
 }
 
 /* The out-of-line halves, for a word seen locked or holding a list (waitq.c). */
-int ma_wq_push_slow(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n) MA_HIDDEN;
+int ma_wq_push_slow(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n, uint64_t need) MA_HIDDEN;
 struct ma_wq_node *ma_wq_pop_slow(_Atomic uint64_t *q, uint64_t *seen) MA_HIDDEN;
 
-/* Queues n behind the waiters of *q, a queue whose value was *seen (0: none). 1 once
- * queued; 0 if *q changed first (*seen is then its new value). */
-static inline int ma_wq_try_push(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n)
+/* Queues n behind the waiters of *q, a queue whose value was *seen (0 or MA_WQ_HELD: none),
+ * provided the flags of need are set in it. 1 once queued; 0 if *q changed first, or
+ * lacks need (*seen is then its new value). */
+static inline int ma_wq_try_push_if(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n, uint64_t need)
 {
-	if (ma_likely(*seen == 0))
-		return atomic_compare_exchange_strong(q, seen, (uint64_t)(uintptr_t)n);
-	return ma_wq_push_slow(q, seen, n);
+	if (ma_likely(!(*seen & ~MA_WQ_HELD)) && (*seen & need) == need)
+		return atomic_compare_exchange_strong(q, seen, (uint64_t)(uintptr_t)n | *seen);
+	return ma_wq_push_slow(q, seen, n, need);
 }
 
-/* Takes the oldest waiter out of *q, whose value *seen is a queue of at least one. The
- * node (its wake-up is the caller's to do), or NULL if *q changed first (*seen is then
- * its new value). */
+static inline int ma_wq_try_push(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n)
+{
+	return ma_wq_try_push_if(q, seen, n, 0);
+}
+
+/* Takes the oldest waiter out of *q, whose value *seen is a queue of at least one, and
+ * clears MA_WQ_HELD. The node (its wake-up is the caller's to do), or NULL if *q changed
+ * first (*seen is then its new value). */
 static inline struct ma_wq_node *ma_wq_try_pop(_Atomic uint64_t *q, uint64_t *seen)
 {
 	if (ma_likely(!(*seen & (MA_WQ_LOCK | MA_WQ_MANY)))) {

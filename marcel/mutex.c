@@ -1,11 +1,17 @@
 /*
- * Mutexes: one word (0 free, 1 held, 2 held and maybe waited for), so the uncontended
- * lock and unlock are one atomic operation each and never enter the wait queue. The
- * owner is recorded for every kind: it costs one store and lets every kind report
- * relocking and foreign unlocks instead of hanging or corrupting.
+ * Mutexes: one word, a wait queue of ma_waitq.h that carries MA_WQ_HELD while the mutex
+ * is held (0: free and nobody waits), so the uncontended lock and unlock are one
+ * compare-and-swap each, a lone blocked waiter is one more on each side, and no waiter
+ * goes through the futex buckets. An unlock that finds waiters takes the oldest out and
+ * frees the mutex in one operation; the waiter it wakes then competes for it (a running
+ * thread may take it first: no convoy behind a waiter that has yet to run). The owner is
+ * recorded for every kind: it costs one store and lets every kind report relocking and
+ * foreign unlocks instead of hanging or corrupting.
  */
 #include <stdint.h>
-#include "ma_sync.h"
+#include "ma_waitq.h"
+
+_Static_assert(MA_MUTEX_HELD == MA_WQ_HELD, "a mutex's word is a wait queue carrying MA_WQ_HELD");
 
 static inline void *ma_mowner(const marcel_mutex_t *m)
 {
@@ -71,8 +77,8 @@ int marcel_mutex_init(marcel_mutex_t *m, const marcel_mutexattr_t *attr)
 {
 	if (!m || (attr && attr->__magic != MA_SYNC_ATTR_MAGIC))
 		return EINVAL;
-	m->__state = MA_MUTEX_FREE;
-	m->__kind = attr ? attr->__kind : MARCEL_MUTEX_DEFAULT;
+	m->__state = 0;
+	m->__kind = (unsigned short)(attr ? attr->__kind : MARCEL_MUTEX_DEFAULT);
 	m->__owner = NULL;
 	m->__count = 0;
 	m->__spins = 0;
@@ -83,9 +89,45 @@ int marcel_mutex_destroy(marcel_mutex_t *m)
 {
 	if (!m)
 		return EINVAL;
-	if (atomic_load(ma_mstate(m)) != MA_MUTEX_FREE)
+	/* Held, or waited for by a thread woken to take it. */
+	if (atomic_load(ma_mword(m)))
 		return EBUSY;
 	return 0;
+}
+
+int ma_mutex_trytake_queued(marcel_mutex_t *m, uint64_t w)
+{
+	unsigned rounds = 0;
+	for (;;) {
+		if (w & MA_MUTEX_HELD)
+			return 0;
+		if (w & MA_WQ_LOCK) {
+			/* A waiter is changing the queue: a few instructions. */
+			ma_spin_backoff(&rounds);
+			w = atomic_load_explicit(ma_mword(m), memory_order_relaxed);
+			continue;
+		}
+		if (atomic_compare_exchange_weak_explicit(ma_mword(m), &w, w | MA_MUTEX_HELD, memory_order_acquire,
+							  memory_order_relaxed))
+			return 1;
+	}
+}
+
+void ma_mutex_release_queued(marcel_mutex_t *m, uint64_t w)
+{
+	for (;;) {
+		if (!ma_wq_queued(w)) {
+			if (atomic_compare_exchange_weak_explicit(ma_mword(m), &w, 0, memory_order_release,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		struct ma_wq_node *n = ma_wq_try_pop(ma_mword(m), &w);
+		if (n) {
+			ma_waiter_wake(&n->w);
+			return;
+		}
+	}
 }
 
 /* Polls a held mutex for a while if its owner is running elsewhere: a critical section
@@ -96,28 +138,29 @@ static int ma_mutex_spin(marcel_mutex_t *m)
 	unsigned limit = ma_spin_limit();
 	if (!limit)
 		return 0;
-	int estimate = ma_read_once(&m->__spins);
-	unsigned max = (unsigned)estimate * 2 + 10;
+	unsigned estimate = ma_read_once(&m->__spins);
+	unsigned max = estimate * 2 + 10;
 	if (max > limit)
 		max = limit;
 	ma_spin_notify(1);
 	int got = 0;
 	unsigned i;
 	for (i = 0; i < max; i++) {
-		int s = atomic_load_explicit(ma_mstate(m), memory_order_relaxed);
-		if (s == MA_MUTEX_FREE) {
-			if (atomic_compare_exchange_weak_explicit(ma_mstate(m), &s, MA_MUTEX_HELD,
+		uint64_t s = atomic_load_explicit(ma_mword(m), memory_order_relaxed);
+		if (!(s & (MA_MUTEX_HELD | MA_WQ_LOCK))) {
+			if (atomic_compare_exchange_weak_explicit(ma_mword(m), &s, s | MA_MUTEX_HELD,
 								  memory_order_acquire, memory_order_relaxed)) {
 				got = 1;
 				break;
 			}
-		} else if (s == MA_MUTEX_CONTENDED || !ma_owner_running(ma_mowner(m))) {
+		} else if (ma_wq_queued(s) || !ma_owner_running(ma_mowner(m))) {
 			break; /* others already sleep, or the owner is not running: block */
 		}
 		ma_cpu_relax();
 	}
 	ma_spin_notify(0);
-	ma_write_once(&m->__spins, estimate + ((int)i - estimate) / 8);
+	int next = (int)estimate + ((int)i - (int)estimate) / 8;
+	ma_write_once(&m->__spins, (unsigned short)(next > UINT16_MAX ? UINT16_MAX : next));
 	return got;
 }
 
@@ -125,11 +168,27 @@ int ma_mutex_acquire_slow(marcel_mutex_t *m, void *self, uint64_t deadline)
 {
 	if (ma_mutex_spin(m))
 		goto owned;
-	/* Marking it contended makes the owner's unlock wake someone; since we cannot tell
-	 * whether others wait, a lock taken this way stays marked. */
-	while (atomic_exchange_explicit(ma_mstate(m), MA_MUTEX_CONTENDED, memory_order_acquire) != MA_MUTEX_FREE) {
-		if (ma_fwait_u32(m, MA_MUTEX_CONTENDED, deadline) == ETIMEDOUT)
+	struct marcel_task *task = ma_task_self();
+	uint64_t w = atomic_load(ma_mword(m));
+	for (;;) {
+		if (!(w & MA_MUTEX_HELD)) {
+			if (ma_mutex_trytake_queued(m, w))
+				goto owned;
+			w = atomic_load(ma_mword(m));
+			continue;
+		}
+		struct ma_wq_node n;
+		ma_wq_node_init(&n, task);
+		/* Queued only while it is held: its unlock then finds us. */
+		if (!ma_wq_try_push_if(ma_mword(m), &w, &n, MA_MUTEX_HELD)) {
+			if (task)
+				atomic_store_explicit(&task->state, MA_TASK_RUNNING, memory_order_relaxed);
+			continue;
+		}
+		/* Woken: the unlock freed it for us to compete for. */
+		if (ma_wq_wait(ma_mword(m), &n, deadline, 0) == ETIMEDOUT)
 			return ETIMEDOUT;
+		w = atomic_load(ma_mword(m));
 	}
 owned:
 	ma_write_once(&m->__owner, self);
@@ -207,10 +266,6 @@ int marcel_mutex_unlock(marcel_mutex_t *m)
 	return 0;
 }
 
-void ma_mutex_wake(marcel_mutex_t *m)
-{
-	ma_fwake(m, 1);
-}
 
 /* ---- Marcel's recursive mutexes ---- */
 

@@ -9,6 +9,7 @@
 
 /* One unit in the word's count (the bits above MA_WQ_BITS). */
 #define MA_SEM_UNIT (MA_WQ_BITS + 1)
+_Static_assert(MA_SEM_UNIT == 16, "MARCEL_SEM_INITIALIZER counts in units of 16");
 
 static inline _Atomic uint64_t *ma_sq(marcel_sem_t *s)
 {

@@ -6,37 +6,48 @@
 
 /* Locks *q, whose value *seen must be a queue of at least one waiter: 1 once locked (the
  * caller then stores the new value, which unlocks); 0 if *q changed first (*seen is its
- * new value). Waits while someone else holds the lock. */
+ * new value) and holds no queue any more. Waits while someone else holds the lock; while
+ * it is held, nobody else changes the word (every other change expects it clear). */
 static int ma_wq_lock(_Atomic uint64_t *q, uint64_t *seen)
 {
 	unsigned rounds = 0;
 	for (;;) {
 		uint64_t w = *seen;
-		if (!w || (w & MA_WQ_COUNT))
+		if (!ma_wq_queued(w))
 			return 0;
-		if (!(w & MA_WQ_LOCK))
-			return atomic_compare_exchange_strong(q, seen, w | MA_WQ_LOCK);
+		if (!(w & MA_WQ_LOCK)) {
+			if (atomic_compare_exchange_strong(q, seen, w | MA_WQ_LOCK))
+				return 1;
+			continue;
+		}
 		ma_spin_backoff(&rounds);
 		*seen = atomic_load(q);
 	}
 }
 
-static void ma_wq_unlock(_Atomic uint64_t *q, struct ma_wq_node *first)
+/* Unlocks *q with first as its oldest waiter (NULL: none) and the flags of keep. */
+static void ma_wq_unlock(_Atomic uint64_t *q, struct ma_wq_node *first, uint64_t keep)
 {
 	uint64_t w = first ? (uint64_t)(uintptr_t)first | (first->next ? MA_WQ_MANY : 0) : 0;
-	atomic_store_explicit(q, w, memory_order_release);
+	atomic_store_explicit(q, w | keep, memory_order_release);
 }
 
-int ma_wq_push_slow(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n)
+int ma_wq_push_slow(_Atomic uint64_t *q, uint64_t *seen, struct ma_wq_node *n, uint64_t need)
 {
 	if (!ma_wq_lock(q, seen))
 		return 0;
 	struct ma_wq_node *f = ma_wq_first(*seen);
+	uint64_t keep = *seen & MA_WQ_HELD;
+	if ((*seen & need) != need) {
+		ma_wq_unlock(q, f, keep);
+		*seen = atomic_load(q);
+		return 0;
+	}
 	if (!f->next)
 		f->last = f;
 	f->last->next = n;
 	f->last = n;
-	ma_wq_unlock(q, f);
+	ma_wq_unlock(q, f, keep);
 	return 1;
 }
 
@@ -47,7 +58,7 @@ struct ma_wq_node *ma_wq_pop_slow(_Atomic uint64_t *q, uint64_t *seen)
 	struct ma_wq_node *f = ma_wq_first(*seen), *nx = f->next;
 	if (nx)
 		nx->last = f->last;
-	ma_wq_unlock(q, nx);
+	ma_wq_unlock(q, nx, 0);
 	return f;
 }
 
@@ -56,7 +67,7 @@ struct ma_wq_node *ma_wq_pop_all(_Atomic uint64_t *q)
 	unsigned rounds = 0;
 	uint64_t w = atomic_load(q);
 	for (;;) {
-		if (!w)
+		if (!ma_wq_queued(w))
 			return NULL;
 		if (!(w & MA_WQ_LOCK)) {
 			if (atomic_compare_exchange_strong(q, &w, 0))
@@ -72,13 +83,13 @@ int ma_wq_remove(_Atomic uint64_t *q, struct ma_wq_node *n)
 {
 	uint64_t w = atomic_load(q);
 	for (;;) {
-		if (!w || (w & MA_WQ_COUNT))
+		if (!ma_wq_queued(w))
 			return 0;
 		struct ma_wq_node *f = ma_wq_first(w);
 		if (!(w & (MA_WQ_LOCK | MA_WQ_MANY))) {
 			if (f != n)
 				return 0;
-			if (atomic_compare_exchange_strong(q, &w, 0))
+			if (atomic_compare_exchange_strong(q, &w, w & MA_WQ_HELD))
 				return 1;
 			continue;
 		}
@@ -87,23 +98,24 @@ int ma_wq_remove(_Atomic uint64_t *q, struct ma_wq_node *n)
 	}
 	/* Locked. */
 	struct ma_wq_node *f = ma_wq_first(w);
+	uint64_t keep = w & MA_WQ_HELD;
 	if (f == n) {
 		if (f->next)
 			f->next->last = f->last;
-		ma_wq_unlock(q, f->next);
+		ma_wq_unlock(q, f->next, keep);
 		return 1;
 	}
 	struct ma_wq_node *p = f;
 	while (p->next && p->next != n)
 		p = p->next;
 	if (!p->next) {
-		ma_wq_unlock(q, f);
+		ma_wq_unlock(q, f, keep);
 		return 0;
 	}
 	p->next = n->next;
 	if (f->last == n)
 		f->last = p;
-	ma_wq_unlock(q, f);
+	ma_wq_unlock(q, f, keep);
 	return 1;
 }
 

@@ -3135,6 +3135,98 @@ START_TEST(test_waitq_lone_leaves)
 }
 END_TEST
 
+/* A mutex's waiters queue in its word too: with the mutex held, waiters of every kind
+ * pile up; those that time out leave from wherever they are; the unlock then hands the
+ * mutex down the queue, oldest first (each one's unlock wakes the next, and nobody else
+ * competes). */
+struct qwm_arg {
+	marcel_mutex_t *m;
+	atomic_int *nwoke, *left;
+	int *woke;
+	int id, kind;
+};
+
+static void *qwm_waiter(void *p)
+{
+	struct qwm_arg *a = p;
+	int r;
+	if (a->kind == QW_WAIT) {
+		r = marcel_mutex_lock(a->m);
+	} else {
+		struct timespec d = deadline(SHORT_MS);
+		r = marcel_mutex_timedlock(a->m, &d);
+	}
+	if (r) {
+		ck_assert_int_eq(r, ETIMEDOUT);
+		atomic_fetch_add(a->left, 1);
+		return I2P(r);
+	}
+	int j = atomic_load(a->nwoke);
+	a->woke[j] = a->id;
+	atomic_store(a->nwoke, j + 1);
+	ck_assert_int_eq(marcel_mutex_unlock(a->m), 0);
+	return NULL;
+}
+
+static void qwm_run(const int kind[QW_N])
+{
+	marcel_mutex_t m;
+	ck_assert_int_eq(marcel_mutex_init(&m, NULL), 0);
+	atomic_int nwoke = 0, left = 0;
+	int woke[QW_N + 1], expect[QW_N + 1], n = 0, leaving = 0;
+	struct qwm_arg args[QW_N + 1];
+	marcel_t t[QW_N + 1];
+	struct pt k[QW_N + 1];
+	ck_assert_int_eq(marcel_mutex_lock(&m), 0);
+	for (int i = 0; i <= QW_N; i++) {
+		int kd = i < QW_N ? kind[i] : QW_WAIT;
+		args[i] = (struct qwm_arg){ &m, &nwoke, &left, woke, i, kd };
+		if (i == QW_N)
+			/* The late one queues behind what is left after the leaving. */
+			await_ge(&left, leaving, "the waiters that time out");
+		if (kd == QW_KERNEL_SHORT) {
+			pt_start(&k[i], qwm_waiter, &args[i]);
+			settle();
+		} else {
+			t[i] = spawn((marcel_func_t)qwm_waiter, &args[i]);
+			struct timespec t0 = now(CLOCK_MONOTONIC);
+			while (!qw_blocked(t[i])) {
+				ck_assert(!expired(&t0));
+				pause_briefly();
+			}
+		}
+		leaving += kd != QW_WAIT;
+		if (kd == QW_WAIT)
+			expect[n++] = i;
+	}
+	ck_assert_int_eq(marcel_mutex_destroy(&m), EBUSY);
+	ck_assert_int_eq(marcel_mutex_unlock(&m), 0);
+	await_ge(&nwoke, n, "the waiters, in turn");
+	for (int j = 0; j < n; j++)
+		ck_assert_int_eq(woke[j], expect[j]);
+	for (int i = 0; i <= QW_N; i++) {
+		if (i < QW_N && kind[i] == QW_KERNEL_SHORT)
+			ck_assert_int_eq(P2I(pt_finish(&k[i])), ETIMEDOUT);
+		else
+			ck_assert_int_eq(P2I(join(t[i])), i < QW_N && kind[i] == QW_SHORT ? ETIMEDOUT : 0);
+	}
+	ck_assert_int_eq(marcel_mutex_destroy(&m), 0);
+}
+
+START_TEST(test_waitq_mutex_order)
+{
+	ma_test_init();
+	for (unsigned i = 0; i < sizeof(qw_cases) / sizeof(qw_cases[0]); i++) {
+		int kind[QW_N];
+		/* A mutex wait is not a cancellation point: those wait to the end. */
+		for (int j = 0; j < QW_N; j++)
+			kind[j] = qw_cases[i][j] == QW_CANCEL ? QW_WAIT : qw_cases[i][j];
+		qwm_run(kind);
+	}
+	marcel_end();
+}
+END_TEST
+
 struct qw_free {
 	marcel_mutex_t m;
 	marcel_cond_t *c;
@@ -3366,6 +3458,7 @@ static void tc_waitq(TCase *tc)
 	tcase_add_test(tc, test_waitq_cond_order);
 	tcase_add_test(tc, test_waitq_sem_order);
 	tcase_add_test(tc, test_waitq_lone_leaves);
+	tcase_add_test(tc, test_waitq_mutex_order);
 	tcase_add_test(tc, test_waitq_free_after_wake);
 	tcase_add_test(tc, test_waitq_cross);
 }

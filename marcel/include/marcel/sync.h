@@ -58,19 +58,21 @@ typedef struct {
 
 /** A mutex. Initialise with marcel_mutex_init() or ::MARCEL_MUTEX_INITIALIZER. */
 typedef struct {
-	int __state;     /**< @private 0 free, 1 held, 2 held with waiters */
-	int __kind;      /**< @private */
-	void *__owner;   /**< @private */
-	unsigned __count; /**< @private recursion depth */
-	int __spins;     /**< @private adaptive spin estimate */
+	/** @private 0 when free and nobody waits; else bit 3 while it is held, and the
+	 * threads blocked in a lock, oldest first, as a condition's __waiters. */
+	unsigned long long __state;
+	void *__owner;          /**< @private */
+	unsigned __count;       /**< @private recursion depth */
+	unsigned short __spins; /**< @private adaptive spin estimate */
+	unsigned short __kind;  /**< @private */
 } marcel_mutex_t;
 
 /** Static initialiser for a default mutex. */
-#define MARCEL_MUTEX_INITIALIZER { 0, MARCEL_MUTEX_NORMAL, 0, 0, 0 }
+#define MARCEL_MUTEX_INITIALIZER { 0, 0, 0, 0, MARCEL_MUTEX_NORMAL }
 /** Static initialiser for a recursive mutex. */
-#define MARCEL_RECURSIVE_MUTEX_INITIALIZER { 0, MARCEL_MUTEX_RECURSIVE, 0, 0, 0 }
+#define MARCEL_RECURSIVE_MUTEX_INITIALIZER { 0, 0, 0, 0, MARCEL_MUTEX_RECURSIVE }
 /** Static initialiser for an error-checking mutex. */
-#define MARCEL_ERRORCHECK_MUTEX_INITIALIZER { 0, MARCEL_MUTEX_ERRORCHECK, 0, 0, 0 }
+#define MARCEL_ERRORCHECK_MUTEX_INITIALIZER { 0, 0, 0, 0, MARCEL_MUTEX_ERRORCHECK }
 
 /** Initialises @p attr with the defaults. @return 0; EINVAL if @p attr is NULL. */
 int marcel_mutexattr_init(marcel_mutexattr_t *attr);
@@ -203,14 +205,14 @@ int marcel_cond_broadcast(marcel_cond_t *c);
 /** A counting semaphore. Initialise with marcel_sem_init(), marcel_sem_posix_init() or
  * ::MARCEL_SEM_INITIALIZER (all-zero bytes are one too, with a count of 0). */
 typedef struct {
-	/** @private One word: 0 (no unit, nobody waits), the count (shifted left by 3, bit 2
+	/** @private One word: 0 (no unit, nobody waits), the count (shifted left by 4, bit 2
 	 * set), or the threads blocked on it, oldest first, as a condition's __waiters. A
 	 * post hands its unit straight to the oldest waiter. */
 	unsigned long long __state;
 } marcel_sem_t;
 
 /** Static initialiser with count @p n. */
-#define MARCEL_SEM_INITIALIZER(n) { (unsigned long long)(n) << 3 | 4 }
+#define MARCEL_SEM_INITIALIZER(n) { (unsigned long long)(n) << 4 | 4 }
 /** Largest count a semaphore can hold. */
 #define MARCEL_SEM_VALUE_MAX 0x7fffffff
 
