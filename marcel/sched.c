@@ -111,8 +111,10 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 	}
 	if (!h || h->type != MA_RUNQUEUE_HOLDER)
 		return 1;
-	/* A queue only disabled VPs look at sends its work up (ma_rq_enqueue). */
-	return ma_path_index(w, ma_rq_target(ma_rq_of_holder(h))) >= 0;
+	/* A queue only disabled VPs look at sends its work up (ma_rq_enqueue). Most often
+	 * it is w's own, the first of its path. */
+	const struct ma_runqueue *rq = ma_rq_target(ma_rq_of_holder(h));
+	return rq == w->path[0] || ma_path_index(w, rq) >= 0;
 }
 
 int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t)
@@ -241,12 +243,31 @@ void ma_task_entry(void *from, void *arg)
 	ma_exit_self(ma_worker_self(), self, retval);
 }
 
+/* The runnext slot's thread, taken if nothing queued on w's path is strictly better (the
+ * rule of ma_find_next_in, which handles every other case): a same-VP hand-off then
+ * switches without a call or a queue. */
+static inline struct marcel_task *ma_take_runnext(struct ma_worker *w)
+{
+	struct marcel_task *rn = w->runnext;
+	if (!rn || ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed)))
+		return NULL;
+	int rprio = atomic_load_explicit(&rn->e.prio, memory_order_relaxed), qprio;
+	if (ma_peek_next(w, rprio - 1, &qprio))
+		return NULL;
+	if (ma_unlikely(atomic_load_explicit(&rn->suspend_req, memory_order_relaxed)))
+		return NULL;
+	w->runnext = NULL;
+	return rn;
+}
+
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 {
 	/* Leaving the VP: its private bubbles go public first (bubbles/private.c). */
 	ma_private_publish_pending(w);
 	ma_timers_poll(w);
-	struct marcel_task *next = ma_find_next(w, MA_MAX_PRIO - 1);
+	struct marcel_task *next = ma_take_runnext(w);
+	if (!next)
+		next = ma_find_next(w, MA_MAX_PRIO - 1);
 	if (!next)
 		next = &w->idle;
 	ma_switch_to_inl(w, prev, next);
@@ -300,8 +321,9 @@ static void ma_make_ready(struct marcel_task *t)
 	struct ma_worker *w = ma_worker_self();
 	if (w && !w->runnext && h->type == MA_RUNQUEUE_HOLDER) {
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
+		/* A queue of one VP on w's path is w's own. */
 		if (rq->nb_vps == 1 && atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
-		    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && ma_path_index(w, rq) >= 0) {
+		    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && rq->first_vp == w->vp) {
 			w->runnext = t;
 			return;
 		}
