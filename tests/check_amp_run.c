@@ -73,13 +73,20 @@ static void run(const char *strategy)
 	marcel_end();
 }
 
+/* At least 8 samples in 10 on the fast core (a strategy blind to core kinds gives it
+ * about 1 in 4). 9 in 10 was asked before: four workers time-sharing this machine's two
+ * CPUs give 86-90% on a quiet machine, and the test failed about one run in six, with
+ * the code of 77627ac as with later code (3275-3593 of 4000 samples); why a tenth of the
+ * samples land elsewhere is not yet understood. */
+#define MA_FAST_SHARE_MIN 8
+
 START_TEST(pa_single_program_on_fast_core)
 {
 	run("pa");
 	int s = atomic_load(&seen[3]), f = atomic_load(&on_fast[3]);
 	int pf = atomic_load(&on_fast[0]) + atomic_load(&on_fast[1]) + atomic_load(&on_fast[2]);
 	int ps = atomic_load(&seen[0]) + atomic_load(&seen[1]) + atomic_load(&seen[2]);
-	ck_assert_msg(f * 10 >= s * 9, "pa: the single-threaded program ran %d of %d samples on the fast core", f, s);
+	ck_assert_msg(f * 10 >= s * MA_FAST_SHARE_MIN, "pa: the single-threaded program ran %d of %d samples on the fast core", f, s);
 	ck_assert_msg(pf * 10 <= ps, "pa: the parallel application ran %d of %d samples on the fast core", pf, ps);
 }
 END_TEST
@@ -88,7 +95,7 @@ START_TEST(mintlp_single_program_on_fast_core)
 {
 	run("mintlp");
 	int s = atomic_load(&seen[3]), f = atomic_load(&on_fast[3]);
-	ck_assert_msg(f * 10 >= s * 9, "mintlp: the single-threaded program ran %d of %d samples on the fast core", f,
+	ck_assert_msg(f * 10 >= s * MA_FAST_SHARE_MIN, "mintlp: the single-threaded program ran %d of %d samples on the fast core", f,
 		      s);
 }
 END_TEST
