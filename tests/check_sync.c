@@ -3233,6 +3233,9 @@ struct qw_free {
 	marcel_sem_t *s;
 	int arrived; /* under m */
 	int go;      /* under m */
+	/* The semaphore's waiter is running its marcel_sem_wait: once it is also seen
+	 * blocked, it is queued (seen blocked alone, it may not have started yet). */
+	atomic_int sem_waiting;
 };
 
 static any_t qw_free_cond_waiter(any_t p)
@@ -3249,6 +3252,7 @@ static any_t qw_free_cond_waiter(any_t p)
 static any_t qw_free_sem_waiter(any_t p)
 {
 	struct qw_free *f = p;
+	atomic_store(&f->sem_waiting, 1);
 	ck_assert_int_eq(marcel_sem_wait(f->s), 0);
 	return NULL;
 }
@@ -3279,9 +3283,10 @@ START_TEST(test_waitq_free_after_wake)
 		f.s = malloc(sizeof(*f.s));
 		ck_assert_ptr_nonnull(f.s);
 		ck_assert_int_eq(marcel_sem_init(f.s, 0), 0);
+		atomic_store(&f.sem_waiting, 0);
 		t = spawn_on(vp, qw_free_sem_waiter, &f);
 		struct timespec t0 = now(CLOCK_MONOTONIC);
-		while (!qw_blocked(t)) {
+		while (!atomic_load(&f.sem_waiting) || !qw_blocked(t)) {
 			ck_assert(!expired(&t0));
 			pause_briefly();
 		}
