@@ -150,9 +150,9 @@ static int ma_exec_unplace(struct ma_vslot *s)
 static void ma_stray_mark(struct marcel_task *t, unsigned flags)
 {
 	if (flags & MA_D_STRAY)
-		atomic_store_explicit(&t->stray, 1, memory_order_relaxed);
+		atomic_store_explicit(&t->req.stray, 1, memory_order_relaxed);
 	else if (flags & MA_D_UNSTRAY)
-		atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->req.stray, 0, memory_order_relaxed);
 }
 
 /* MOVE of a thread scheduled on a run queue (ma_entity_move's cases): queued, it is
@@ -201,7 +201,7 @@ static int ma_exec_move_task(struct ma_vslot *s, struct ma_runqueue *rq, unsigne
 		if (queued)
 			ma_entity_enqueue(&t->e);
 		else
-			atomic_store(&t->move_req, 1);
+			atomic_store(&t->req.move_req, 1);
 		MA_TRACE(MA_TR_RQ_SWITCH, s->n.id, rq->level->id, rq->name);
 	}
 	s->sched = &rq->hold;
@@ -216,7 +216,7 @@ static int ma_exec_unstray(struct ma_vslot *s)
 	struct marcel_task *t = ma_task_of_entity(s->e);
 	if (t != ma_task_self())
 		return 0;
-	atomic_store_explicit(&t->stray, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->req.stray, 0, memory_order_relaxed);
 	return 1;
 }
 
@@ -263,7 +263,7 @@ static int ma_steal_task(struct ma_vslot *s, struct ma_runqueue *from, struct ma
 	/* Queued on the queue we hold, it lives: its fields can be read. */
 	int ok = ma_read_once(&t->e.ready_holder) == &from->hold &&
 		 ma_read_once(&t->e.sched_holder) == &from->hold && t->id == s->n.id &&
-		 !t->pinned && !atomic_load_explicit(&t->suspend_req, memory_order_relaxed) && ma_guard_ok(g, 1);
+		 !t->pinned && !atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed) && ma_guard_ok(g, 1);
 	if (ok) {
 		ma_rq_dequeue_locked(from, &t->e);
 		ma_stray_mark(t, flags);
@@ -357,7 +357,7 @@ int ma_wake_outside(const struct ma_runqueue *rq)
 			struct ma_worker *o = &ma_rt.workers[v];
 			int s = MA_WORKER_SLEEPING;
 			if (ma_path_index(o, rq) >= 0 || ma_path_index(o, a) < 0 ||
-			    atomic_load_explicit(&o->disabled, memory_order_relaxed) ||
+			    atomic_load_explicit(&o->attn.disabled, memory_order_relaxed) ||
 			    atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING)
 				continue;
 			/* The claim of ma_wake_idle_worker: only the claimer kicks. */

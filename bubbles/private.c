@@ -63,7 +63,7 @@ int ma_bubble_private_init(struct ma_worker *w, struct ma_bubble *b)
 	w->privates[n] = b;
 	b->private_rt = ma_runtime_gen;
 	atomic_store_explicit(&b->unit.private_w, w, memory_order_relaxed);
-	atomic_store_explicit(&w->nb_private, n + 1, memory_order_relaxed);
+	ma_worker_set_nb_private(w, n + 1);
 	return 1;
 }
 
@@ -84,7 +84,7 @@ void ma_private_forget(struct ma_worker *w, struct ma_bubble *b)
 		if (w->privates[i] == b) {
 			if (i != n - 1)
 				memmove(&w->privates[i], &w->privates[i + 1], (n - 1 - i) * sizeof(w->privates[0]));
-			atomic_store_explicit(&w->nb_private, n - 1, memory_order_relaxed);
+			ma_worker_set_nb_private(w, n - 1);
 			/* Listed, so its waker is one of ours. */
 			ma_private_unwake(b);
 			break;
@@ -142,7 +142,7 @@ static void ma_private_publish_first(struct ma_worker *w, unsigned k)
 	struct ma_bubble *going[MA_PRIVATE_MAX];
 	memcpy(going, w->privates, k * sizeof(going[0]));
 	memmove(w->privates, w->privates + k, (n - k) * sizeof(w->privates[0]));
-	atomic_store_explicit(&w->nb_private, n - k, memory_order_relaxed);
+	ma_worker_set_nb_private(w, n - k);
 	for (unsigned i = 0; i < k; i++)
 		ma_private_publish(w, going[i]);
 }
@@ -151,7 +151,7 @@ static void ma_private_publish_first(struct ma_worker *w, unsigned k)
 static int ma_vp_waits(const struct ma_worker *o)
 {
 	return atomic_load_explicit(&o->hungry, memory_order_relaxed) &&
-	       !atomic_load_explicit(&o->disabled, memory_order_relaxed);
+	       !atomic_load_explicit(&o->attn.disabled, memory_order_relaxed);
 }
 
 /* Claims the right to hand VP `to` work: it waits, and nobody fed it yet. */

@@ -688,7 +688,7 @@ void ma_strategy_stray(struct ma_worker *w, struct marcel_task *t)
 		if (ma_decide_concurrent(u, w, t, u->s->decide_stray) >= 0)
 			return;
 	}
-	atomic_store_explicit(&t->stray, 0, memory_order_relaxed); /* another strategy's mark */
+	atomic_store_explicit(&t->req.stray, 0, memory_order_relaxed); /* another strategy's mark */
 }
 
 enum ma_pick ma_strategy_pick(const struct ma_strategy_use *u, const struct ma_worker *w, struct ma_runqueue *rq,

@@ -321,7 +321,7 @@ static void ma_view_counters(struct ma_vitem *it)
 		x->nb_vps = 1;
 		int s = atomic_load_explicit(&o->state, memory_order_relaxed);
 		x->idle_vps = (s == MA_WORKER_SPINNING || s == MA_WORKER_SLEEPING) &&
-			      !atomic_load_explicit(&o->disabled, memory_order_relaxed);
+			      !atomic_load_explicit(&o->attn.disabled, memory_order_relaxed);
 	}
 	for (unsigned q = 0; q < nl + nv; q++)
 		it[q].ready = it[q].queued;
@@ -418,8 +418,8 @@ static void ma_view_fill_task(const struct ma_view_rt *rt, struct ma_vslot *s, s
 	n->state = ma_vstate_of(st);
 	n->is_main = t->is_main;
 	n->pinned = t->pinned;
-	n->stray = atomic_load_explicit(&t->stray, memory_order_relaxed) != 0;
-	n->suspended = atomic_load_explicit(&t->suspend_req, memory_order_relaxed) != 0;
+	n->stray = atomic_load_explicit(&t->req.stray, memory_order_relaxed) != 0;
+	n->suspended = atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed) != 0;
 	n->prio = atomic_load_explicit(&e->prio, memory_order_relaxed);
 	int q = ma_holder_queue(s->sched);
 	/* A thread not started gets its holder when it starts (bubble.c). */

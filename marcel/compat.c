@@ -85,11 +85,11 @@ int marcel_suspend(marcel_t t)
 	struct marcel_task *self = marcel_self();
 	if (!self)
 		return EPERM;
-	atomic_store(&t->suspend_req, 1);
+	atomic_store(&t->req.suspend_req, 1);
 	if (t == self) {
 		/* Blocks until marcel_resume clears the request (it wakes this address). */
-		while (atomic_load(&t->suspend_req))
-			ma_fwait_u32(&t->suspend_req, 1, MA_NO_DEADLINE);
+		while (atomic_load(&t->req.suspend_req))
+			ma_fwait_u32(&t->req.suspend_req, 1, MA_NO_DEADLINE);
 		return 0;
 	}
 	/* Others stop when a worker next picks them from a queue (runqueue.c), or at their
@@ -101,9 +101,9 @@ int marcel_resume(marcel_t t)
 {
 	if (!ma_task_alive(t))
 		return ESRCH;
-	if (!atomic_exchange(&t->suspend_req, 0))
+	if (!atomic_exchange(&t->req.suspend_req, 0))
 		return 0;
-	ma_fwake(&t->suspend_req, ~0u);
+	ma_fwake(&t->req.suspend_req, ~0u);
 	if (atomic_exchange(&t->parked, 0)) {
 		atomic_store(&t->state, MA_TASK_READY);
 		ma_entity_enqueue(&t->e);

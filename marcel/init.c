@@ -111,6 +111,7 @@ static int ma_build_queues(void)
 	for (unsigned i = 0; i < topo->nb_levels; i++)
 		if (ma_rt.rqs[i].first_vp == ~0u)
 			ma_rt.rqs[i].first_vp = 0;
+	ma_summary_init();
 	return 0;
 }
 

@@ -70,6 +70,12 @@ struct ma_entity {
 
 /* ---- run queues ---- */
 
+/* The path summary (summary.c): a worker's first MA_SUMMARY_LEVELS path positions, one
+ * byte each, read as one word; a queue seen by more than MA_SUMMARY_VPS workers is not
+ * summarised (its workers scan their paths' bitmaps, as without a summary). */
+#define MA_SUMMARY_LEVELS 8
+#define MA_SUMMARY_VPS 8
+
 struct ma_runqueue {
 	struct ma_holder hold;
 	/* Bit p set <=> queue[p] is non-empty. Written under the lock, read without it by
@@ -91,6 +97,10 @@ struct ma_runqueue {
 	int vp;                           /* VP number for a VP's own queue, else -1 */
 	unsigned first_vp, nb_vps;        /* workers whose find_next looks at this queue */
 	char name[32];
+	/* Its best priority plus one (0: empty) as last shown in the summaries, under the
+	 * lock, and the summary bytes of the workers that show it (summary.c). */
+	unsigned char summary_prio, nb_summary;
+	unsigned char *summary_at[MA_SUMMARY_VPS];
 	struct ma_list queue[MA_MAX_PRIO];
 } __attribute__((aligned(64)));
 
@@ -152,7 +162,29 @@ struct marcel_task {
 	/* Woken while on_cpu was still set: whoever clears on_cpu queues it (sched.c). */
 	atomic_int wake_pending;
 	atomic_int state;
-	atomic_int suspend_req;           /* marcel_suspend asked (read on every yield) */
+	/*
+	 * The requests a yield must act on, in one aligned 8-byte word so that the yield
+	 * tests them with one load (ma_task_attention): each field keeps its own writers and
+	 * protocol. suspend_req is a whole int: marcel_suspend waits on it as a futex word.
+	 */
+	struct {
+		/* A strategy moved it while it ran: its next yield requeues it even if
+		 * nothing else is ready, so the move takes effect. */
+		atomic_uchar move_req;
+		/* A strategy took it away from its bubble's other threads (strategies/
+		 * steal.c): at its yields the strategy's stray hook may send it back
+		 * (stray_yields counts them). */
+		atomic_uchar stray;
+		unsigned char pad_[2];
+		atomic_int suspend_req;   /* marcel_suspend asked */
+	} __attribute__((aligned(8))) req;
+	/* Its bubble is being regenerated: the holder of the unit that asked it back (a
+	 * gather waits for it), NULL if none. At the next preemption point (or yield) the
+	 * thread leaves its worker even if nothing else is ready (ma_yield_preempted). The
+	 * request and its unit are one word: whoever takes the request (an exchange to
+	 * NULL) has the unit it was for, and a new gather may ask again as soon as it is
+	 * taken. */
+	struct ma_holder *_Atomic leave_req;
 	/* Cancellation (cancel.c): MA_CANCEL_* bits. REQ is set by marcel_cancel from any
 	 * thread, the others by the thread itself; all with read-modify-writes. Reset at
 	 * creation. */
@@ -223,18 +255,6 @@ struct marcel_task {
 	/* Locks of the C library (or C++ statics being initialised) it holds: not at a safe
 	 * point while not zero. Written by the thread itself (foreign_locks.c). */
 	atomic_int foreign_locks;
-	/* Its bubble is being regenerated: the holder of the unit that asked it back (a
-	 * gather waits for it), NULL if none. At the next preemption point the thread leaves
-	 * its worker even if nothing else is ready (ma_yield_preempted). The request and
-	 * its unit are one word: whoever takes the request (an exchange to NULL) has the
-	 * unit it was for, and a new gather may ask again as soon as it is taken. */
-	struct ma_holder *_Atomic leave_req;
-	/* A strategy moved it while it ran: its next yield requeues it even if nothing else
-	 * is ready, so the move takes effect. */
-	atomic_int move_req;
-	/* A strategy took it away from its bubble's other threads (strategies/steal.c): at its
-	 * yields the strategy's stray hook may send it back (stray_yields counts them). */
-	atomic_int stray;
 	/* A seed runs on its stack (seed.c): it waits for that seed as if blocked, and a
 	 * gather of its bubble must not wait for it (holder.c, ma_gather_out). */
 	atomic_int hosts_seed;
@@ -297,13 +317,34 @@ struct ma_worker {
 	/* Written by this VP only; the owner reads it relaxed, others with acquire (they read
 	 * the thread it points to). */
 	struct marcel_task *_Atomic current;
-	/* Read on every yield and block: kept on the first cache line. */
+	/*
+	 * What a scheduling point must look at beyond picking the next thread: read as one
+	 * word on every yield and block (ma_worker_attention), a byte per reason so that each
+	 * keeps its own writers. Kept on the first cache line.
+	 */
+	struct {
+		atomic_uchar disabled;    /* marcel_disable_vps (any thread) */
+		/* nb_private is not 0 (this worker only, with nb_private: bubbles/private.c) */
+		atomic_uchar privates;
+		/* timer_next is a deadline (this worker, under timer_lock: timer.c) */
+		atomic_uchar timers;
+		unsigned char pad_;
+	} __attribute__((aligned(4))) attn;
 	_Atomic uint64_t timer_next;      /* earliest timer deadline, UINT64_MAX if none */
-	atomic_int disabled;              /* marcel_disable_vps */
 	/* A thread woken by this VP that only this VP may run: it runs next, without a trip
 	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
+	/* Byte i: path[i]'s best priority plus one, 0 if it is empty; each byte written
+	 * under its queue's lock only (summary.c). When summary_full (every queue of the path
+	 * is summarised), find_next and yield read it as one word instead of the path's
+	 * bitmaps. A hint, like the bitmaps: the queue's lock tells. */
+	unsigned char summary[MA_SUMMARY_LEVELS] __attribute__((aligned(8)));
+	unsigned char summary_full;
+	/* The queue of w's path it last took a thread from (written by w only, NULL at
+	 * first): a thread still scheduled there when w switches to it is still w's to
+	 * run (ma_still_ours), the common case, checked with one comparison. */
+	const struct ma_holder *took_from;
 	uint64_t run_start;               /* ma_cpu_clock when current started running */
 	_Atomic unsigned long nr_switches; /* switches so far (the preemption ticker sees them) */
 	_Atomic unsigned long nr_seed_runs; /* seeds run inline so far (the CPU clock sees them) */
@@ -564,13 +605,44 @@ static inline struct marcel_task *ma_task_self(void)
 	return w ? ma_worker_current(w) : NULL;
 }
 
-/* Position of rq in w's path (0: w's own queue), or -1 if w does not look at rq. */
+/* Position of rq in w's path (0: w's own queue), or -1 if w does not look at rq. The
+ * path is w's own queue, then its leaf's queue and the leaf's ancestors' (init.c): a
+ * level's queue can only be at one place in it, given by its depth. */
 static inline int ma_path_index(const struct ma_worker *w, const struct ma_runqueue *rq)
 {
-	for (unsigned i = 0; i < w->path_len; i++)
-		if (w->path[i] == rq)
-			return (int)i;
-	return -1;
+	if (rq == w->path[0])
+		return 0;
+	if (rq->vp >= 0)
+		return -1; /* another VP's own queue */
+	unsigned leaf_depth = w->path_len - 2, depth = rq->level->depth;
+	if (depth > leaf_depth)
+		return -1;
+	unsigned i = 1 + leaf_depth - depth;
+	return w->path[i] == rq ? (int)i : -1;
+}
+
+/* The word of w's reasons to look beyond the next thread (its attn bytes): 0 on the
+ * common path. Read by code running on w. */
+static inline uint32_t ma_worker_attention(const struct ma_worker *w)
+{
+	typedef uint32_t __attribute__((may_alias)) word;
+	return __atomic_load_n((const word *)&w->attn, __ATOMIC_RELAXED);
+}
+
+/* The word of t's requests (its req fields) or'ed with its leave request: 0 on the
+ * common path. */
+static inline uint64_t ma_task_attention(const struct marcel_task *t)
+{
+	typedef uint64_t __attribute__((may_alias)) word;
+	return __atomic_load_n((const word *)&t->req, __ATOMIC_RELAXED) |
+	       (uintptr_t)atomic_load_explicit(&t->leave_req, memory_order_relaxed);
+}
+
+/* w's count of private bubbles (bubbles/private.c), by w itself, and its attn byte. */
+static inline void ma_worker_set_nb_private(struct ma_worker *w, unsigned n)
+{
+	atomic_store_explicit(&w->nb_private, n, memory_order_relaxed);
+	atomic_store_explicit(&w->attn.privates, n != 0, memory_order_relaxed);
 }
 
 static inline struct marcel_task *ma_task_of_entity(struct ma_entity *e)
@@ -636,8 +708,53 @@ static inline const struct ma_runqueue *ma_rq_target(const struct ma_runqueue *r
 			rq = rq->father;
 	return rq;
 }
-void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
-void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e) MA_HIDDEN;
+/* Registers every queue's summary bytes in the workers that show them (summary.c);
+ * called once the workers' paths are built. */
+void ma_summary_init(void) MA_HIDDEN;
+/* Shows rq's new bitmap bm in the summaries of the workers that see it (summary.c);
+ * under rq's lock. */
+static inline void ma_rq_summary_set(struct ma_runqueue *rq, uint64_t bm)
+{
+	unsigned char v = bm ? (unsigned char)(__builtin_ctzll(bm) + 1) : 0;
+	unsigned n = rq->nb_summary;
+	if (v == rq->summary_prio || !n)
+		return;
+	rq->summary_prio = v;
+	/* Most queues are seen by one worker (its own, and every queue with one VP). */
+	__atomic_store_n(rq->summary_at[0], v, __ATOMIC_RELAXED);
+	for (unsigned k = 1; k < n; k++)
+		__atomic_store_n(rq->summary_at[k], v, __ATOMIC_RELAXED);
+}
+
+/* Under rq's lock: e queued at the tail of its priority's list (enqueue), or taken off
+ * (dequeue). Inline: every creation, wake-up and pick does one. */
+static inline void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
+{
+	/* prio may be changed by marcel_sched_setparam at any time: read it once, and
+	 * remember which list the entity went to. */
+	int p = atomic_load_explicit(&e->prio, memory_order_relaxed);
+	e->queued_prio = p;
+	ma_list_add_tail(&rq->queue[p], &e->run_node);
+	uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p);
+	atomic_store_explicit(&rq->bitmap, bm, memory_order_relaxed);
+	ma_rq_summary_set(rq, bm);
+	ma_write_once(&rq->nr_ready, rq->nr_ready + 1);
+	ma_write_once(&e->ready_holder, &rq->hold);
+}
+
+static inline void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
+{
+	ma_list_del(&e->run_node);
+	if (ma_list_empty(&rq->queue[e->queued_prio])) {
+		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) & ~(1ULL << e->queued_prio);
+		atomic_store_explicit(&rq->bitmap, bm, memory_order_relaxed);
+		ma_rq_summary_set(rq, bm);
+	}
+	ma_write_once(&rq->nr_ready, rq->nr_ready - 1);
+	ma_write_once(&rq->nr_taken, rq->nr_taken + 1);
+	ma_write_once(&e->ready_holder, NULL);
+}
+
 /* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
  * NULL if none. */
 struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
@@ -652,24 +769,56 @@ int ma_park_if_suspended(struct marcel_task *t) MA_HIDDEN;
 static inline struct ma_runqueue *ma_scan_path(const struct ma_worker *w, int worst_prio, int *prio,
 					       struct ma_runqueue **far)
 {
-	struct ma_runqueue *best = NULL;
+	struct ma_runqueue *best = NULL, *tie = NULL, *const *path = w->path;
 	int best_prio = worst_prio + 1;
-	*far = NULL;
-	/* Nearest queue first, and strict '<', so equal priorities prefer the closest queue. */
-	for (unsigned i = 0; i < w->path_len; i++) {
-		struct ma_runqueue *rq = w->path[i];
-		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
-		if (bm) {
-			int p = __builtin_ctzll(bm);
+	if (ma_likely(w->summary_full)) {
+		typedef uint64_t __attribute__((may_alias)) word;
+		uint64_t s = __atomic_load_n((const word *)w->summary, __ATOMIC_RELAXED);
+		*far = NULL;
+		*prio = best_prio;
+		if (!s)
+			return NULL;
+		unsigned i = (unsigned)__builtin_ctzll(s) >> 3;
+		uint64_t from_i = s >> (8 * i);
+		if (ma_likely(!(from_i >> 8))) {
+			/* One queue of the path holds work: the common case. */
+			int p = (int)(from_i & 0xff) - 1;
+			if (p > worst_prio)
+				return NULL;
+			*prio = p;
+			return path[i];
+		}
+		/* Nearest first, strict '<': equal priorities prefer the closest queue. */
+		for (; i < MA_SUMMARY_LEVELS; i++) {
+			int p = (int)((s >> (8 * i)) & 0xff) - 1;
+			if (p < 0)
+				continue;
 			if (p < best_prio) {
 				best_prio = p;
-				best = rq;
-				*far = NULL;
-			} else if (p == best_prio) {
-				*far = rq;
+				best = path[i];
+				tie = NULL;
+			} else if (p == best_prio && best) {
+				tie = path[i];
+			}
+		}
+	} else {
+		unsigned n = w->path_len;
+		for (unsigned i = 0; i < n; i++) {
+			struct ma_runqueue *rq = path[i];
+			uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
+			if (bm) {
+				int p = __builtin_ctzll(bm);
+				if (p < best_prio) {
+					best_prio = p;
+					best = rq;
+					tie = NULL;
+				} else if (p == best_prio && best) {
+					tie = rq;
+				}
 			}
 		}
 	}
+	*far = tie;
 	*prio = best_prio;
 	return best;
 }

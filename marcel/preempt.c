@@ -378,7 +378,7 @@ static int ma_preempt_unsafe(struct ma_worker *w, struct marcel_task *t, const u
 	    atomic_load_explicit(&t->preempt_off, memory_order_relaxed) ||
 	    atomic_load_explicit(&t->foreign_locks, memory_order_relaxed) ||
 	    atomic_load_explicit(&t->state, memory_order_relaxed) != MA_TASK_RUNNING ||
-	    atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
+	    atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) ||
 	    atomic_load_explicit(&ma_rt.stopping, memory_order_relaxed))
 		return 1;
 	uintptr_t pc = ma_arch_uc_pc(uc), sp = ma_arch_uc_sp(uc);
@@ -734,7 +734,7 @@ int marcel_thread_preemption_enable(void)
 		return 0;
 	/* A tick or a request that came while it was disabled: this is a safe point. */
 	struct ma_worker *w = ma_worker_self();
-	if (!w || !t->preemptible || atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
+	if (!w || !t->preemptible || atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) ||
 	    atomic_load_explicit(&ma_rt.stopping, memory_order_relaxed))
 		return 0;
 	struct ma_preempt_vp *p = &ma_pvp[w->vp];

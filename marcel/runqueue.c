@@ -34,40 +34,13 @@ void ma_rq_init(struct ma_runqueue *rq, const char *name, const struct ma_level 
 		ma_list_init(&rq->queue[p]);
 }
 
-void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity *e)
-{
-	/* prio may be changed by marcel_sched_setparam at any time: read it once, and
-	 * remember which list the entity went to. */
-	int p = atomic_load_explicit(&e->prio, memory_order_relaxed);
-	e->queued_prio = p;
-	ma_list_add_tail(&rq->queue[p], &e->run_node);
-	atomic_store_explicit(&rq->bitmap,
-			      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p),
-			      memory_order_relaxed);
-	ma_write_once(&rq->nr_ready, rq->nr_ready + 1);
-	ma_write_once(&e->ready_holder, &rq->hold);
-}
-
-void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity *e)
-{
-	ma_list_del(&e->run_node);
-	if (ma_list_empty(&rq->queue[e->queued_prio]))
-		atomic_store_explicit(&rq->bitmap,
-				      atomic_load_explicit(&rq->bitmap, memory_order_relaxed) &
-					      ~(1ULL << e->queued_prio),
-				      memory_order_relaxed);
-	ma_write_once(&rq->nr_ready, rq->nr_ready - 1);
-	ma_write_once(&rq->nr_taken, rq->nr_taken + 1);
-	ma_write_once(&e->ready_holder, NULL);
-}
-
 int ma_rq_served(const struct ma_runqueue *rq)
 {
 	unsigned lo, hi;
 	ma_rq_vp_range(rq, &lo, &hi);
 	for (unsigned v = lo; v < hi; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		if (!atomic_load_explicit(&o->disabled, memory_order_relaxed) && ma_path_index(o, rq) >= 0)
+		if (!atomic_load_explicit(&o->attn.disabled, memory_order_relaxed) && ma_path_index(o, rq) >= 0)
 			return 1;
 	}
 	return 0;
@@ -109,11 +82,11 @@ int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
  * the parked flag after, so exactly one side requeues it. */
 int ma_park_if_suspended(struct marcel_task *t)
 {
-	if (ma_likely(!atomic_load_explicit(&t->suspend_req, memory_order_relaxed)))
+	if (ma_likely(!atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed)))
 		return 0;
 	atomic_store(&t->state, MA_TASK_SUSPENDED);
 	atomic_store(&t->parked, 1);
-	if (atomic_load(&t->suspend_req))
+	if (atomic_load(&t->req.suspend_req))
 		return 1;
 	if (atomic_exchange(&t->parked, 0)) {
 		atomic_store(&t->state, MA_TASK_READY);
@@ -130,7 +103,7 @@ struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
 struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct ma_runqueue *first)
 {
 	struct marcel_task *rn = w->runnext;
-	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed))) {
+	if (ma_unlikely(atomic_load_explicit(&w->attn.disabled, memory_order_relaxed))) {
 		if (rn) {
 			/* Disabled since: its queue sends it to an enabled one. */
 			w->runnext = NULL;
@@ -168,6 +141,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 			}
 			ma_rq_dequeue_locked(rq, e);
 			ma_write_once(&e->last_level, (int)rq->level->id);
+			w->took_from = &rq->hold;
 			/* An enqueue skips the wake-up when a worker spins, but that worker takes
 			 * one entity: whoever takes one from a shared queue that still holds work,
 			 * with nobody spinning, wakes the next sleeper, so wake-ups chain. */
@@ -238,7 +212,7 @@ void ma_entity_move_to_holder(struct ma_entity *e, struct ma_holder *nh)
 		if (queued)
 			ma_entity_enqueue(e);
 		else if (e->type == MA_TASK_ENTITY && nh->type == MA_RUNQUEUE_HOLDER)
-			atomic_store(&ma_task_of_entity(e)->move_req, 1);
+			atomic_store(&ma_task_of_entity(e)->req.move_req, 1);
 		MA_TRACE(MA_TR_RQ_SWITCH, e->type == MA_TASK_ENTITY ? ma_task_of_entity(e)->id : 0,
 			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->level->id : 0,
 			 nh->type == MA_RUNQUEUE_HOLDER ? ma_rq_of_holder(nh)->name : NULL);

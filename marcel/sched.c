@@ -78,7 +78,10 @@ static __attribute__((noinline)) void ma_finish_switch_back(struct ma_worker *w,
 /* Runs in the context we switched to, on behalf of the one we left. */
 static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *prev)
 {
-	if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != NULL) && prev->post != MA_POST_NONE)
+	/* A yield's swap, the most frequent: nothing else to do. */
+	if (ma_likely(prev->post == MA_POST_NONE))
+		atomic_store_explicit(&prev->on_cpu, 0, memory_order_release);
+	else if (ma_unlikely(atomic_load_explicit(&prev->leave_req, memory_order_relaxed) != NULL))
 		ma_finish_switch_back(w, prev);
 	else
 		ma_finish_post(w, prev);
@@ -103,6 +106,10 @@ ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
 static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_task *t)
 {
 	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
+	/* A queue of w's path, so served (w is the caller, not disabled: a VP disabled
+	 * meanwhile runs it once and sends it on at its next yield). */
+	if (ma_likely(h == w->took_from))
+		return 1;
 	if (h && h->type != MA_RUNQUEUE_HOLDER) {
 		/* Held by a closed bubble: where it is served from, if it serves anything. */
 		h = ma_hook_holder_serving(h);
@@ -113,8 +120,7 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 		return 1;
 	/* A queue only disabled VPs look at sends its work up (ma_rq_enqueue). Most often
 	 * it is w's own, the first of its path. */
-	const struct ma_runqueue *rq = ma_rq_target(ma_rq_of_holder(h));
-	return rq == w->path[0] || ma_path_index(w, rq) >= 0;
+	return ma_path_index(w, ma_rq_target(ma_rq_of_holder(h))) >= 0;
 }
 
 int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t)
@@ -249,12 +255,12 @@ void ma_task_entry(void *from, void *arg)
 static inline struct marcel_task *ma_take_runnext(struct ma_worker *w)
 {
 	struct marcel_task *rn = w->runnext;
-	if (!rn || ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed)))
+	if (!rn || ma_unlikely(atomic_load_explicit(&w->attn.disabled, memory_order_relaxed)))
 		return NULL;
 	int rprio = atomic_load_explicit(&rn->e.prio, memory_order_relaxed), qprio;
 	if (ma_peek_next(w, rprio - 1, &qprio))
 		return NULL;
-	if (ma_unlikely(atomic_load_explicit(&rn->suspend_req, memory_order_relaxed)))
+	if (ma_unlikely(atomic_load_explicit(&rn->req.suspend_req, memory_order_relaxed)))
 		return NULL;
 	w->runnext = NULL;
 	return rn;
@@ -262,9 +268,11 @@ static inline struct marcel_task *ma_take_runnext(struct ma_worker *w)
 
 void ma_schedule_blocked(struct ma_worker *w, struct marcel_task *prev)
 {
-	/* Leaving the VP: its private bubbles go public first (bubbles/private.c). */
-	ma_private_publish_pending(w);
-	ma_timers_poll(w);
+	if (ma_unlikely(ma_worker_attention(w))) {
+		/* Leaving the VP: its private bubbles go public first (bubbles/private.c). */
+		ma_private_publish_pending(w);
+		ma_timers_poll(w);
+	}
 	struct marcel_task *next = ma_take_runnext(w);
 	if (!next)
 		next = ma_find_next(w, MA_MAX_PRIO - 1);
@@ -323,7 +331,7 @@ static void ma_make_ready(struct marcel_task *t)
 		struct ma_runqueue *rq = ma_rq_of_holder(h);
 		/* A queue of one VP on w's path is w's own. */
 		if (rq->nb_vps == 1 && atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
-		    !atomic_load_explicit(&w->disabled, memory_order_relaxed) && rq->first_vp == w->vp) {
+		    !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) && rq->first_vp == w->vp) {
 			w->runnext = t;
 			return;
 		}
@@ -400,28 +408,38 @@ static inline int ma_yield_stay(struct marcel_task *cur)
 	return 0;
 }
 
+/* The part of a yield that the attention words ask for: private bubbles, timers, the
+ * stray hook; then, if the thread must leave whatever else is ready, it leaves (1).
+ * Out of line: the common yield does not pay for its frame. */
+static __attribute__((noinline)) int ma_yield_attend(struct ma_worker *w, struct marcel_task *cur)
+{
+	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
+	ma_private_publish_pending(w);
+	ma_timers_poll(w);
+	if (ma_unlikely(atomic_load_explicit(&cur->req.stray, memory_order_relaxed)))
+		ma_hook_yield(w, cur);
+	if (atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) ||
+	    atomic_load_explicit(&cur->req.suspend_req, memory_order_relaxed) ||
+	    atomic_load_explicit(&cur->leave_req, memory_order_relaxed) ||
+	    atomic_load_explicit(&cur->req.move_req, memory_order_relaxed)) {
+		atomic_store_explicit(&cur->req.move_req, 0, memory_order_relaxed);
+		/* Leave this VP (disabled), stop (suspended) or go back to a closing bubble:
+		 * requeued, it is moved, parked or cached. */
+		cur->post = MA_POST_REQUEUE;
+		ma_schedule_blocked(w, cur);
+		return 1;
+	}
+	return 0;
+}
+
 int marcel_yield(void)
 {
 	struct ma_worker *w = ma_worker_self();
 	if (ma_unlikely(!w))
 		return EPERM;
 	struct marcel_task *cur = ma_worker_current(w);
-	/* Whatever else runs here next, the private bubbles are not its (bubbles/private.c). */
-	ma_private_publish_pending(w);
-	ma_timers_poll(w);
-	if (ma_unlikely(atomic_load_explicit(&cur->stray, memory_order_relaxed)))
-		ma_hook_yield(w, cur);
-	if (ma_unlikely(atomic_load_explicit(&w->disabled, memory_order_relaxed) ||
-			atomic_load_explicit(&cur->suspend_req, memory_order_relaxed) ||
-			atomic_load_explicit(&cur->leave_req, memory_order_relaxed) ||
-			atomic_load_explicit(&cur->move_req, memory_order_relaxed))) {
-		atomic_store_explicit(&cur->move_req, 0, memory_order_relaxed);
-		/* Leave this VP (disabled), stop (suspended) or go back to a closing bubble:
-		 * requeued, it is moved, parked or cached. */
-		cur->post = MA_POST_REQUEUE;
-		ma_schedule_blocked(w, cur);
+	if (ma_unlikely(ma_worker_attention(w) | ma_task_attention(cur)) && ma_yield_attend(w, cur))
 		return 0;
-	}
 	int prio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
 	struct marcel_task *rn = w->runnext;
 	if (rn && atomic_load_explicit(&rn->e.prio, memory_order_relaxed) <= my_prio) {
@@ -451,7 +469,7 @@ int marcel_yield(void)
 		int p = __builtin_ctzll(bm);
 		struct ma_entity *e = ma_container_of(rq->queue[p].next, struct ma_entity, run_node);
 		if (ma_unlikely(e->type == MA_BUBBLE_ENTITY ||
-				atomic_load_explicit(&ma_container_of(e, struct marcel_task, e)->suspend_req,
+				atomic_load_explicit(&ma_container_of(e, struct marcel_task, e)->req.suspend_req,
 						     memory_order_relaxed))) {
 			/* find_next parks it, or asks the strategy about the bubble. */
 			ma_spin_unlock(&rq->hold.lock);
@@ -472,6 +490,7 @@ int marcel_yield(void)
 			ma_rq_enqueue_locked(rq, &cur->e);
 		}
 		ma_spin_unlock(&rq->hold.lock);
+		w->took_from = &rq->hold;
 		cur->post = MA_POST_NONE;
 		ma_switch_to_inl(w, cur, ma_container_of(e, struct marcel_task, e));
 		return 0;

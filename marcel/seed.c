@@ -182,7 +182,7 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 	char *lo = ma_stack_lo(self);
 	if (self->is_idle || self != wt->task || ma_stack_left(lo) < MA_SEED_STACK_MIN)
 		return 0;
-	if (atomic_load_explicit(&t->suspend_req, memory_order_relaxed))
+	if (atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed))
 		return 0;
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);
 	/* In a bubble private to this VP (bubbles/private.c): ours without a lock. Else it

@@ -92,6 +92,7 @@ static void ma_timer_publish_next(struct ma_worker *w)
 {
 	atomic_store_explicit(&w->timer_next, w->timer_root ? w->timer_root->deadline : MA_NO_DEADLINE,
 			      memory_order_relaxed);
+	atomic_store_explicit(&w->attn.timers, w->timer_root != NULL, memory_order_relaxed);
 }
 
 /* Wakes a sleeping idle worker other than self, if there is one: it takes the watch. */
@@ -100,7 +101,7 @@ static void ma_timer_watch_call(const struct ma_worker *self)
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		if (o != self && atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_SLEEPING &&
-		    !atomic_load_explicit(&o->disabled, memory_order_relaxed)) {
+		    !atomic_load_explicit(&o->attn.disabled, memory_order_relaxed)) {
 			ma_worker_kick(o);
 			return;
 		}

@@ -58,7 +58,7 @@ int marcel_disable_vps(const marcel_vpset_t *set)
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		if (marcel_vpset_isset(set, v))
 			named++;
-		else if (!atomic_load(&ma_rt.workers[v].disabled))
+		else if (!atomic_load(&ma_rt.workers[v].attn.disabled))
 			enabled_left++;
 	}
 	if (!named || !enabled_left)
@@ -66,7 +66,7 @@ int marcel_disable_vps(const marcel_vpset_t *set)
 	/* Counted first: an enqueue that finds a drained queue unserved sends its entity up
 	 * (ma_rq_enqueue checks the count under the queue's lock, the drain takes it). */
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		if (marcel_vpset_isset(set, v) && !atomic_exchange(&ma_rt.workers[v].disabled, 1))
+		if (marcel_vpset_isset(set, v) && !atomic_exchange(&ma_rt.workers[v].attn.disabled, 1))
 			atomic_fetch_add(&ma_rt.nb_disabled, 1);
 	/* The queues on their paths that no enabled VP looks at any more, from the VP's own
 	 * up: on some machines that is up to the NUMA node's. */
@@ -79,7 +79,7 @@ int marcel_disable_vps(const marcel_vpset_t *set)
 	}
 	/* The caller itself leaves if it runs on one of them. */
 	struct ma_worker *w = ma_worker_self();
-	if (w && atomic_load(&w->disabled))
+	if (w && atomic_load(&w->attn.disabled))
 		ma_migrate_self(w, ma_worker_current(w));
 	return 0;
 }
@@ -90,7 +90,7 @@ int marcel_enable_vps(const marcel_vpset_t *set)
 		return EINVAL;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++) {
 		struct ma_worker *w = &ma_rt.workers[v];
-		if (marcel_vpset_isset(set, v) && atomic_exchange(&w->disabled, 0)) {
+		if (marcel_vpset_isset(set, v) && atomic_exchange(&w->attn.disabled, 0)) {
 			atomic_fetch_sub(&ma_rt.nb_disabled, 1);
 			/* It may sleep with work waiting on the queues it sees. */
 			int s = MA_WORKER_SLEEPING;

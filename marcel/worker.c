@@ -195,12 +195,12 @@ static void ma_idle_pass_on(struct ma_worker *w)
 
 static void ma_idle_poll_then_sleep(struct ma_worker *w)
 {
-	if (ma_unlikely(atomic_load(&w->disabled))) {
+	if (ma_unlikely(atomic_load(&w->attn.disabled))) {
 		ma_idle_pass_on(w);
 		/* Nothing to poll for: wait for marcel_enable_vps (or a timer of its own). */
 		unsigned seq = atomic_load(&w->wake_seq);
 		atomic_store(&w->state, MA_WORKER_SLEEPING);
-		if (atomic_load(&w->disabled) && !atomic_load(&ma_rt.stopping))
+		if (atomic_load(&w->attn.disabled) && !atomic_load(&ma_rt.stopping))
 			ma_futex_wait_until(&w->wake_seq, seq, atomic_load(&w->timer_next));
 		ma_idle_awake(w);
 		return;
@@ -310,7 +310,7 @@ struct ma_worker *ma_wake_choose(const struct ma_runqueue *rq, const struct ma_w
 	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		if (atomic_load_explicit(&o->state, memory_order_relaxed) != MA_WORKER_SLEEPING ||
-		    atomic_load_explicit(&o->disabled, memory_order_relaxed))
+		    atomic_load_explicit(&o->attn.disabled, memory_order_relaxed))
 			continue;
 		int index = ma_path_index(o, rq);
 		if (index < 0)
@@ -351,7 +351,7 @@ void ma_wake_idle_worker(struct ma_runqueue *rq)
 	for (unsigned v = lo; v < hi; v++) {
 		struct ma_worker *o = &ma_rt.workers[v];
 		int s = MA_WORKER_SLEEPING;
-		if (ma_path_index(o, rq) >= 0 && !atomic_load_explicit(&o->disabled, memory_order_relaxed) &&
+		if (ma_path_index(o, rq) >= 0 && !atomic_load_explicit(&o->attn.disabled, memory_order_relaxed) &&
 		    atomic_compare_exchange_strong(&o->state, &s, MA_WORKER_CALLED)) {
 			ma_call_worker(o);
 			return;

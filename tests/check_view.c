@@ -751,7 +751,7 @@ START_TEST(burst_move_place)
 	ck_assert_int_eq(node_of(&v, x.t[0]->id)->queued_item, Z);
 	ck_assert_int_eq(node_of(&v, x.t[0]->id)->home, X);
 	ck_assert_int_eq(node_of(&v, x.sb->uid)->item, Y);
-	atomic_store(&x.t[1]->stray, 1);
+	atomic_store(&x.t[1]->req.stray, 1);
 	struct ma_decision d2[] = {
 		{ .kind = MA_D_MOVE, .entity = x.sb->uid, .item = X },
 		{ .kind = MA_D_MOVE, .entity = x.t[1]->id, .item = X, .flags = MA_D_UNSTRAY },
@@ -761,7 +761,7 @@ START_TEST(burst_move_place)
 	ck_assert_ptr_eq(bsched_of(x.sb), H(X));
 	ck_assert_ptr_eq(bready_of(x.sb), H(X));
 	ck_assert_ptr_eq(ready_of(x.t[1]), H(X));
-	ck_assert_int_eq(atomic_load(&x.t[1]->stray), 0);
+	ck_assert_int_eq(atomic_load(&x.t[1]->req.stray), 0);
 	hogs_stop();
 	tree_end(&x);
 	marcel_end();
@@ -948,12 +948,12 @@ START_TEST(steal)
 				  .flags = MA_D_GUARD | MA_D_STRAY, .guard_from = A, .guard_to = B, .min_gap = 2 };
 	run1(&v, st, 0);
 	ck_assert_ptr_eq(ready_of(x.t[0]), H(A));
-	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 0);
+	ck_assert_int_eq(atomic_load(&x.t[0]->req.stray), 0);
 	st.min_gap = 1;
 	run1(&v, st, 1);
 	ck_assert_ptr_eq(sched_of(x.t[0]), H(B));
 	ck_assert_ptr_eq(ready_of(x.t[0]), H(B));
-	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 1);
+	ck_assert_int_eq(atomic_load(&x.t[0]->req.stray), 1);
 	/* Taken already, as far as this view knows. */
 	run1(&v, st, 0);
 	/* A victim with no more threads than VPs gives nothing, whatever the gap. */
@@ -963,11 +963,11 @@ START_TEST(steal)
 	run1(&v, st1, 0);
 	ck_assert_ptr_eq(ready_of(x.t[1]), H(A));
 	/* Without a guard. */
-	atomic_store(&x.t[1]->stray, 1);
+	atomic_store(&x.t[1]->req.stray, 1);
 	st1.flags = MA_D_UNSTRAY;
 	run1(&v, st1, 1);
 	ck_assert_ptr_eq(ready_of(x.t[1]), H(B));
-	ck_assert_int_eq(atomic_load(&x.t[1]->stray), 0);
+	ck_assert_int_eq(atomic_load(&x.t[1]->req.stray), 0);
 	ma_view_release(&v);
 
 	/* The sub-bubble, closed on the machine's queue with t2 in its cache, to A: the
@@ -1205,17 +1205,17 @@ START_TEST(chains)
 	ck_assert_uint_eq(r.skipped, 2);
 	ck_assert_ptr_eq(bsched_of(x.sb), H(X));
 	/* A thread of the view other than the caller: refused. */
-	atomic_store(&x.t[0]->stray, 1);
+	atomic_store(&x.t[0]->req.stray, 1);
 	run1(&v, (struct ma_decision){ .kind = MA_D_MOVE, .entity = x.t[0]->id, .item = -1, .flags = MA_D_UNSTRAY }, 0);
-	ck_assert_int_eq(atomic_load(&x.t[0]->stray), 1);
-	atomic_store(&x.t[0]->stray, 0);
+	ck_assert_int_eq(atomic_load(&x.t[0]->req.stray), 1);
+	atomic_store(&x.t[0]->req.stray, 0);
 	ma_view_release(&v);
 	/* The caller's own. */
 	struct marcel_task *self = ma_task_self();
 	ck_assert_int_eq(ma_view_build_thread(&v, self, 0), 0);
-	atomic_store(&self->stray, 1);
+	atomic_store(&self->req.stray, 1);
 	run1(&v, (struct ma_decision){ .kind = MA_D_MOVE, .entity = self->id, .item = -1, .flags = MA_D_UNSTRAY }, 1);
-	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ck_assert_int_eq(atomic_load(&self->req.stray), 0);
 	ma_view_release(&v);
 	hogs_stop();
 	tree_end(&x);
@@ -1757,18 +1757,18 @@ START_TEST(dispatch_vp_idle_stray)
 	ck_assert_int_eq(atomic_load(&idles), 2);
 
 	marcel_t self = marcel_self();
-	atomic_store(&self->stray, 1);
+	atomic_store(&self->req.stray, 1);
 	struct ma_decide_stats a = stats_now();
 	ma_strategy_stray(w, self);
 	struct ma_decide_stats b = stats_now();
 	ck_assert_int_eq(atomic_load(&strays), 1);
 	ck_assert(atomic_load(&stray_seen) == self->id);
-	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ck_assert_int_eq(atomic_load(&self->req.stray), 0);
 	ck_assert_uint_eq(b.done - a.done, 1);
 	use_null();
-	atomic_store(&self->stray, 1);
+	atomic_store(&self->req.stray, 1);
 	ma_strategy_stray(w, self);
-	ck_assert_int_eq(atomic_load(&self->stray), 0);
+	ck_assert_int_eq(atomic_load(&self->req.stray), 0);
 	ck_assert_int_eq(atomic_load(&strays), 1);
 	hogs_stop();
 	tree_end(&x);

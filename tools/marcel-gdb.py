@@ -77,6 +77,18 @@ def _field(val, name, default=None):
     return default
 
 
+def _nested(val, *names):
+    """The first of names (dotted paths such as "req.suspend_req") that val has: fields
+    move into groups as the descriptor changes."""
+    for name in names:
+        v = val
+        for part in name.split("."):
+            v = _field(v, part) if v is not None else None
+        if v is not None:
+            return v
+    return None
+
+
 def _int(val, default=None):
     if val is None:
         return default
@@ -227,7 +239,7 @@ class Task(object):
             self.flags.append("idle")
         if self.detached and not self.is_main:
             self.flags.append("detached")
-        if any(_int(_field(val, f), 0) for f in ("suspend_req", "parked", "suspended")):
+        if any(_int(_nested(val, *f), 0) for f in (("req.suspend_req", "suspend_req"), ("parked",), ("suspended",))):
             self.flags.append("suspended")
         self.in_section = _int(_field(val, "in_section"), 0)
         if self.in_section:
@@ -341,7 +353,7 @@ class Runtime(object):
                 "state": self.wstates.get(_int(_field(w, "state"), -1), "?"),
                 "gdb_thread": th,
             }
-            if _int(_field(w, "disabled"), 0):
+            if _int(_nested(w, "attn.disabled", "disabled"), 0):
                 entry["state"] += ",disabled"
             vps.append(entry)
             t = self.by_addr.get(cur)
