@@ -54,6 +54,10 @@ static inline uint64_t ma_cpu_clock_lap(struct ma_worker *w)
  * worker's clock moves on). */
 static inline void ma_cpu_charge(struct ma_worker *w, struct marcel_task *t)
 {
+	/* Frequent switches come within one period of the coarse clock: the lap is 0 and
+	 * nothing changes (a precise clock never equals a start). */
+	if (ma_likely(atomic_load_explicit(&ma_cpu_clock, memory_order_relaxed) == w->run_start))
+		return;
 	uint64_t ran = ma_cpu_clock_lap(w);
 	atomic_store_explicit(&t->e.cpu_ns, atomic_load_explicit(&t->e.cpu_ns, memory_order_relaxed) + ran,
 			      memory_order_relaxed);

@@ -110,14 +110,16 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	 * already. */
 	atomic_store_explicit(&t->state, MA_TASK_FREE, memory_order_release);
 	ma_task_zero_fresh(t);
-	MA_ZERO_ATOMIC(t->req.suspend_req);
+	if (ma_unlikely(ma_task_attention(t))) {
+		MA_ZERO_ATOMIC(t->req.suspend_req);
+		MA_ZERO_ATOMIC(t->req.move_req);
+		MA_ZERO_ATOMIC(t->req.stray);
+		MA_ZERO_ATOMIC(t->leave_req);
+	}
 	MA_ZERO_ATOMIC(t->parked);
 	MA_ZERO_ATOMIC(t->preempt_off);
 	MA_ZERO_ATOMIC(t->foreign_locks);
-	MA_ZERO_ATOMIC(t->leave_req);
 	MA_ZERO_ATOMIC(t->hosts_seed);
-	MA_ZERO_ATOMIC(t->req.move_req);
-	MA_ZERO_ATOMIC(t->req.stray);
 	MA_ZERO_ATOMIC(t->tree_exit);
 	if (ma_read_once(&t->e.ready_holder))
 		ma_write_once(&t->e.ready_holder, NULL);
