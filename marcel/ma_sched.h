@@ -335,12 +335,6 @@ struct ma_worker {
 	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
-	/* Byte i: path[i]'s best priority plus one, 0 if it is empty; each byte written
-	 * under its queue's lock only (summary.c). When summary_full (every queue of the path
-	 * is summarised), find_next and yield read it as one word instead of the path's
-	 * bitmaps. A hint, like the bitmaps: the queue's lock tells. */
-	unsigned char summary[MA_SUMMARY_LEVELS] __attribute__((aligned(8)));
-	unsigned char summary_full;
 	/* The queue of w's path it last took a thread from (written by w only, NULL at
 	 * first): a thread still scheduled there when w switches to it is still w's to
 	 * run (ma_still_ours), the common case, checked with one comparison. */
@@ -388,6 +382,14 @@ struct ma_worker {
 	 * of its own: every bubble destroy reads every worker's (ma_estimates_quiesce), and
 	 * the lines above are written at every create, exit and switch. */
 	atomic_uint est_seq __attribute__((aligned(64)));
+	/* Byte i: path[i]'s best priority plus one, 0 if it is empty; each byte written
+	 * under its queue's lock only, by whichever worker changes that queue (summary.c).
+	 * When summary_full (every queue of the path is summarised), find_next and yield read
+	 * it as one word instead of the path's bitmaps. A hint, like the bitmaps: the queue's
+	 * lock tells. On a line of its own: other workers write it, and the first line is
+	 * written by this worker at every switch. */
+	unsigned char summary[MA_SUMMARY_LEVELS] __attribute__((aligned(64)));
+	unsigned char summary_full;
 	/* Private bubbles (bubbles/private.c) of the threads running here, oldest first:
 	 * written by this worker only; other workers read nb_private to find work to ask
 	 * for, which they do by setting publish_req or publish_all_req. */
