@@ -776,6 +776,9 @@ static inline struct ma_runqueue *ma_scan_path(const struct ma_worker *w, int wo
 	if (ma_likely(w->summary_full)) {
 		typedef uint64_t __attribute__((may_alias)) word;
 		uint64_t s = __atomic_load_n((const word *)w->summary, __ATOMIC_RELAXED);
+		/* Byte i at bits 8i..8i+7, whatever the byte order (a constant test). */
+		if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+			s = __builtin_bswap64(s);
 		*far = NULL;
 		*prio = best_prio;
 		if (!s)
