@@ -19,58 +19,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ma_sched.h"
+#include "ma_white.h"
 
 #define NB_ENTITIES 64
 
-static void start(const char *topology, const char *smt, const char *nvp)
+/* VPs 1.. (every VP but ours). */
+static void other_vps(marcel_vpset_t *set)
 {
-	if (topology)
-		setenv("MARCEL_TOPOLOGY", topology, 1);
-	else
-		unsetenv("MARCEL_TOPOLOGY");
-	setenv("MARCEL_SMT", smt, 1);
-	if (nvp)
-		setenv("MARCEL_NVP", nvp, 1);
-	else
-		unsetenv("MARCEL_NVP");
-	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
-	ck_assert_int_eq(marcel_current_vp(), 0);
+	marcel_vpset_zero(set);
+	for (unsigned v = 1; v < marcel_nbvps(); v++)
+		marcel_vpset_set(set, v);
 }
 
 /* Disables every VP but 0 and waits until each sleeps: from then on none takes anything
  * from a queue (find_next returns at once on a disabled VP). */
 static void quiet_other_vps(void)
 {
-	unsigned n = marcel_nbvps();
-	if (n == 1)
+	if (marcel_nbvps() == 1)
 		return;
 	marcel_vpset_t set;
-	marcel_vpset_zero(&set);
-	for (unsigned v = 1; v < n; v++)
-		marcel_vpset_set(&set, v);
+	other_vps(&set);
 	ck_assert_int_eq(marcel_disable_vps(&set), 0);
-	for (int tries = 0; tries < 5000; tries++) {
-		unsigned sleeping = 0;
-		for (unsigned v = 1; v < n; v++)
-			sleeping += atomic_load(&ma_rt.workers[v].state) == MA_WORKER_SLEEPING;
-		if (sleeping == n - 1)
-			return;
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-	}
-	ck_abort_msg("VP1..VP%u did not all go to sleep within 5 s", n - 1);
+	ma_white_wait_sleeping();
 }
 
 static void wake_other_vps(void)
 {
-	unsigned n = marcel_nbvps();
-	if (n == 1)
+	if (marcel_nbvps() == 1)
 		return;
 	marcel_vpset_t set;
-	marcel_vpset_zero(&set);
-	for (unsigned v = 1; v < n; v++)
-		marcel_vpset_set(&set, v);
+	other_vps(&set);
 	ck_assert_int_eq(marcel_enable_vps(&set), 0);
 }
 
@@ -212,7 +190,7 @@ static void random_queueing(unsigned seed)
 
 static void run_on(const char *topology, const char *smt, const char *nvp, int expect_full)
 {
-	start(topology, smt, nvp);
+	ma_white_start(topology, smt, nvp);
 	check_path_index_and_fullness();
 	if (expect_full >= 0)
 		ck_assert_int_eq(ma_rt.workers[0].summary_full, expect_full);

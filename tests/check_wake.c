@@ -13,32 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "ma_sched.h"
+#include "ma_white.h"
 
 /* Starts the runtime on `topology` and waits until every VP but ours (VP0) sleeps. */
 static void start_and_wait_sleepers(const char *topology, const char *smt, const char *nvp,
 				    unsigned nbvps)
 {
-	setenv("MARCEL_TOPOLOGY", topology, 1);
-	setenv("MARCEL_SMT", smt, 1);
-	if (nvp)
-		setenv("MARCEL_NVP", nvp, 1);
-	else
-		unsetenv("MARCEL_NVP");
-	ck_assert_int_eq(marcel_init(NULL, NULL), 0);
+	ma_white_start(topology, smt, nvp);
 	ck_assert_uint_eq(marcel_nbvps(), nbvps);
-	ck_assert_int_eq(marcel_current_vp(), 0);
-	/* Idle workers spin about 50 us, then sleep; allow plenty on a loaded machine. */
-	for (int tries = 0; tries < 5000; tries++) {
-		unsigned sleeping = 0;
-		for (unsigned v = 1; v < nbvps; v++)
-			sleeping += atomic_load(&ma_rt.workers[v].state) == MA_WORKER_SLEEPING;
-		if (sleeping == nbvps - 1)
-			return;
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-	}
-	ck_abort_msg("VP1..VP%u did not all go to sleep within 5 s", nbvps - 1);
+	ma_white_wait_sleeping();
 }
 
 #define SMT8 "pack:2 core:2 pu:2", "1", NULL, 8
