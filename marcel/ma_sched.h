@@ -97,9 +97,8 @@ struct ma_runqueue {
 	int vp;                           /* VP number for a VP's own queue, else -1 */
 	unsigned first_vp, nb_vps;        /* workers whose find_next looks at this queue */
 	char name[32];
-	/* Its best priority plus one (0: empty) as last shown in the summaries, under the
-	 * lock, and the summary bytes of the workers that show it (summary.c). */
-	unsigned char summary_prio, nb_summary;
+	/* The summary bytes of the workers that show it (summary.c). */
+	unsigned char nb_summary;
 	unsigned char *summary_at[MA_SUMMARY_VPS];
 	struct ma_list queue[MA_MAX_PRIO];
 } __attribute__((aligned(64)));
@@ -713,15 +712,14 @@ static inline const struct ma_runqueue *ma_rq_target(const struct ma_runqueue *r
 /* Registers every queue's summary bytes in the workers that show them (summary.c);
  * called once the workers' paths are built. */
 void ma_summary_init(void) MA_HIDDEN;
-/* Shows rq's new bitmap bm in the summaries of the workers that see it (summary.c);
- * under rq's lock. */
-static inline void ma_rq_summary_set(struct ma_runqueue *rq, uint64_t bm)
+/* Shows rq's bitmap, changed from old to bm, in the summaries of the workers that see it
+ * (summary.c), if its best priority changed; under rq's lock. */
+static inline void ma_rq_summary_set(struct ma_runqueue *rq, uint64_t old, uint64_t bm)
 {
 	unsigned char v = bm ? (unsigned char)(__builtin_ctzll(bm) + 1) : 0;
 	unsigned n = rq->nb_summary;
-	if (v == rq->summary_prio || !n)
+	if (v == (old ? __builtin_ctzll(old) + 1 : 0) || !n)
 		return;
-	rq->summary_prio = v;
 	/* Most queues are seen by one worker (its own, and every queue with one VP). */
 	__atomic_store_n(rq->summary_at[0], v, __ATOMIC_RELAXED);
 	for (unsigned k = 1; k < n; k++)
@@ -737,9 +735,9 @@ static inline void ma_rq_enqueue_locked(struct ma_runqueue *rq, struct ma_entity
 	int p = atomic_load_explicit(&e->prio, memory_order_relaxed);
 	e->queued_prio = p;
 	ma_list_add_tail(&rq->queue[p], &e->run_node);
-	uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) | (1ULL << p);
+	uint64_t old = atomic_load_explicit(&rq->bitmap, memory_order_relaxed), bm = old | (1ULL << p);
 	atomic_store_explicit(&rq->bitmap, bm, memory_order_relaxed);
-	ma_rq_summary_set(rq, bm);
+	ma_rq_summary_set(rq, old, bm);
 	ma_write_once(&rq->nr_ready, rq->nr_ready + 1);
 	ma_write_once(&e->ready_holder, &rq->hold);
 }
@@ -748,9 +746,10 @@ static inline void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity
 {
 	ma_list_del(&e->run_node);
 	if (ma_list_empty(&rq->queue[e->queued_prio])) {
-		uint64_t bm = atomic_load_explicit(&rq->bitmap, memory_order_relaxed) & ~(1ULL << e->queued_prio);
+		uint64_t old = atomic_load_explicit(&rq->bitmap, memory_order_relaxed);
+		uint64_t bm = old & ~(1ULL << e->queued_prio);
 		atomic_store_explicit(&rq->bitmap, bm, memory_order_relaxed);
-		ma_rq_summary_set(rq, bm);
+		ma_rq_summary_set(rq, old, bm);
 	}
 	ma_write_once(&rq->nr_ready, rq->nr_ready - 1);
 	ma_write_once(&rq->nr_taken, rq->nr_taken + 1);

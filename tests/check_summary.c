@@ -12,7 +12,7 @@
  *   priorities on random queues, every full summary shows each queue's best priority,
  *   and a scan through the summary picks what a scan of the bitmaps picks (the queue, its
  *   priority, the farthest tie), for every bound on the priority.
- * The entities are placeholders nothing may run: every VP but ours is disabled and asleep
+ * The entities queued are stand-ins that nothing may run: every VP but ours is disabled and asleep
  * first, and ours runs only this test's code between the queueing and the emptying.
  */
 #include <check.h>
