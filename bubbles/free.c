@@ -108,7 +108,7 @@ int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, 
 		ma_tree_unlock();
 	}
 	if (start)
-		ma_entity_enqueue(&t->e);
+		ma_task_ready_new(w, t);
 	return 0;
 }
 

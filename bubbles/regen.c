@@ -144,7 +144,7 @@ static int ma_regen_wanted(struct ma_bubble *b)
 		if (ma_read_once(&ma_rt.rqs[i].nr_ready))
 			return 1;
 	for (unsigned v = 0; v < ma_rt.nb_vps; v++)
-		if (ma_read_once(&ma_rt.workers[v].rq.nr_ready))
+		if (ma_worker_nr_ready(&ma_rt.workers[v]))
 			return 1;
 	return 0;
 }

@@ -316,7 +316,7 @@ static void ma_view_counters(struct ma_vitem *it)
 		x->parent = (int)o->rq.level->id;
 		x->depth = o->rq.level->depth + 1;
 		x->first_vp = v;
-		x->queued = ma_read_once(&o->rq.nr_ready);
+		x->queued = ma_worker_nr_ready(o);
 		x->incoming = (unsigned)atomic_load_explicit(&o->rq.nr_incoming, memory_order_relaxed);
 		x->nb_vps = 1;
 		int s = atomic_load_explicit(&o->state, memory_order_relaxed);
@@ -1136,14 +1136,14 @@ unsigned long ma_rq_subtree_load(const struct ma_runqueue *rq)
 {
 	if (rq->vp >= 0) {
 		const struct ma_worker *w = &ma_rt.workers[rq->vp];
-		return ma_read_once(&rq->nr_ready) +
+		return ma_worker_nr_ready(w) +
 		       (atomic_load_explicit(&w->state, memory_order_relaxed) == MA_WORKER_BUSY);
 	}
 	const struct ma_level *l = rq->level;
 	unsigned long n = ma_item_queued(l, 0);
 	for (unsigned v = l->first_vp; v < l->first_vp + l->nb_vps && v < ma_rt.nb_vps; v++) {
 		const struct ma_worker *o = &ma_rt.workers[v];
-		n += ma_read_once(&o->rq.nr_ready);
+		n += ma_worker_nr_ready(o);
 		/* Acquire: cur may be a seed that VP just began to run inline (seed.c stores
 		 * current with release), and its is_idle is read. */
 		const struct marcel_task *cur = atomic_load_explicit(&o->current, memory_order_acquire);
@@ -1256,7 +1256,7 @@ void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, st
 	for (unsigned v = lo; v < hi; v++)
 		if (ma_rq_seen_by(rq, v)) {
 			const struct ma_runqueue *q = &ma_rt.workers[v].rq;
-			x->queued += ma_read_once(&q->nr_ready) +
+			x->queued += ma_worker_nr_ready(&ma_rt.workers[v]) +
 				     (unsigned long)atomic_load_explicit(&q->nr_incoming, memory_order_relaxed);
 		}
 	x->running = ma_rq_running(rq, b);

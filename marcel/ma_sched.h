@@ -330,8 +330,10 @@ struct ma_worker {
 		unsigned char pad_;
 	} __attribute__((aligned(4))) attn;
 	_Atomic uint64_t timer_next;      /* earliest timer deadline, UINT64_MAX if none */
-	/* A thread woken by this VP that only this VP may run: it runs next, without a trip
-	 * through the queue's lock (sched.c). Touched only by code running on this VP. */
+	/* A thread that only this VP may run, woken, made or yielded here: it runs next,
+	 * without a trip through the queue's lock (ma_make_ready, ma_runnext_fits). Written
+	 * only by code running on this VP (relaxed stores: others read it for estimates,
+	 * ma_worker_nr_ready). */
 	struct marcel_task *runnext;
 	struct ma_runqueue **path;        /* own queue first, machine last */
 	/* The queue of w's path it last took a thread from (written by w only, NULL at
@@ -852,6 +854,61 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
 		best = far;
 	}
 	return best;
+}
+
+/* Whether a thread of priority prio, ready for queue rq, may wait in w's runnext slot
+ * instead (only w calls them, and only w fills its slot; ma_runnext_may is all but the
+ * second condition). The slot is then the queue's
+ * tail, in the order threads would have been taken:
+ * - rq is w's alone, so no other worker would have taken the thread from it;
+ * - nothing is queued on w's path at prio or better, so nothing would have run before it;
+ * - no worker is idle: a thread in the slot is invisible to other VPs and to the
+ *   strategies, and one looking for work must see it (a worker going idle after this
+ *   check sees it at w's next switch, which queues it or runs it).
+ * A yield's thread and a new thread wait there: a ping-pong of two threads of one VP then
+ * takes no queue lock. Woken threads go there on other terms (ma_make_ready). */
+static inline int ma_runnext_may(const struct ma_worker *w, const struct ma_runqueue *rq)
+{
+	return !w->runnext && rq->nb_vps == 1 && rq->first_vp == w->vp &&
+	       !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) &&
+	       !atomic_load_explicit(&ma_rt.nb_idle, memory_order_relaxed);
+}
+
+static inline int ma_runnext_fits(const struct ma_worker *w, const struct ma_runqueue *rq, int prio)
+{
+	int qprio;
+	return ma_runnext_may(w, rq) && !ma_peek_next(w, prio, &qprio);
+}
+
+/* Takes t out of w's runnext slot if it is there (only w calls it): t is then the
+ * caller's to run, as a thread claimed from a queue (ma_entity_claim_ready). */
+static inline int ma_runnext_claim(struct ma_worker *w, const struct marcel_task *t)
+{
+	if (w->runnext != t)
+		return 0;
+	ma_write_once(&w->runnext, NULL);
+	return 1;
+}
+
+/* Threads waiting for worker o alone: those on its own queue and the one in its runnext
+ * slot. Read without a lock by anyone: an estimate. */
+static inline unsigned ma_worker_nr_ready(const struct ma_worker *o)
+{
+	return ma_read_once(&o->rq.nr_ready) + (ma_read_once(&o->runnext) != NULL);
+}
+
+/* A new thread that the layer above has just made READY, its holder set, on its
+ * creator's worker w (NULL for a kernel thread): into w's runnext slot if it fits there,
+ * else queued. A create+join on one VP then takes no queue lock. */
+static inline void ma_task_ready_new(struct ma_worker *w, struct marcel_task *t)
+{
+	struct ma_holder *h = ma_read_once(&t->e.sched_holder);
+	if (w && h->type == MA_RUNQUEUE_HOLDER &&
+	    ma_runnext_fits(w, ma_rq_of_holder(h), atomic_load_explicit(&t->e.prio, memory_order_relaxed))) {
+		ma_write_once(&w->runnext, t);
+		return;
+	}
+	ma_entity_enqueue(&t->e);
 }
 
 /* ---- sched.c ---- */

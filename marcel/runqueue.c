@@ -106,7 +106,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 	if (ma_unlikely(atomic_load_explicit(&w->attn.disabled, memory_order_relaxed))) {
 		if (rn) {
 			/* Disabled since: its queue sends it to an enabled one. */
-			w->runnext = NULL;
+			ma_write_once(&w->runnext, NULL);
 			ma_entity_enqueue(&rn->e);
 		}
 		return NULL;
@@ -115,7 +115,7 @@ struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct 
 		int rprio = atomic_load_explicit(&rn->e.prio, memory_order_relaxed), qprio;
 		struct ma_runqueue *q = ma_peek_next(w, worst_prio, &qprio);
 		if (rprio <= worst_prio && (!q || rprio <= qprio)) {
-			w->runnext = NULL;
+			ma_write_once(&w->runnext, NULL);
 			if (!ma_park_if_suspended(rn))
 				return rn;
 		}

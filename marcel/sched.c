@@ -262,7 +262,7 @@ static inline struct marcel_task *ma_take_runnext(struct ma_worker *w)
 		return NULL;
 	if (ma_unlikely(atomic_load_explicit(&rn->req.suspend_req, memory_order_relaxed)))
 		return NULL;
-	w->runnext = NULL;
+	ma_write_once(&w->runnext, NULL);
 	return rn;
 }
 
@@ -332,7 +332,7 @@ static void ma_make_ready(struct marcel_task *t)
 		/* A queue of one VP on w's path is w's own. */
 		if (rq->nb_vps == 1 && atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
 		    !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) && rq->first_vp == w->vp) {
-			w->runnext = t;
+			ma_write_once(&w->runnext, t);
 			return;
 		}
 	}
@@ -442,10 +442,20 @@ int marcel_yield(void)
 		return 0;
 	int prio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
 	struct marcel_task *rn = w->runnext;
-	if (rn && atomic_load_explicit(&rn->e.prio, memory_order_relaxed) <= my_prio) {
-		w->runnext = NULL;
+	int rprio = rn ? atomic_load_explicit(&rn->e.prio, memory_order_relaxed) : MA_MAX_PRIO;
+	/* The slot's thread, unless something queued is more urgent (ma_take_runnext's rule). */
+	if (rprio <= my_prio && !ma_peek_next(w, rprio - 1, &prio)) {
+		ma_write_once(&w->runnext, NULL);
 		if (!ma_park_if_suspended(rn)) {
-			cur->post = MA_POST_REQUEUE;
+			struct ma_holder *h = ma_read_once(&cur->e.sched_holder);
+			if (h->type == MA_RUNQUEUE_HOLDER && ma_runnext_fits(w, ma_rq_of_holder(h), my_prio)) {
+				/* It takes rn's place: a ping-pong of two threads stays lock-free. */
+				atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
+				ma_write_once(&w->runnext, cur);
+				cur->post = MA_POST_NONE;
+			} else {
+				cur->post = MA_POST_REQUEUE;
+			}
 			ma_switch_to_inl(w, cur, rn);
 			return 0;
 		}
@@ -476,7 +486,16 @@ int marcel_yield(void)
 			goto slow;
 		}
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
-		if (p == my_prio) {
+		if (p == my_prio && e->run_node.next == &rq->queue[p] && !(bm & (bm - 1)) && ma_runnext_may(w, rq)) {
+			/* e was all that was queued here: cur waits in the runnext slot instead of
+			 * the queue (ma_runnext_fits), and the next yields of the two swap them
+			 * there without this lock. */
+			ma_rq_dequeue_locked(rq, e);
+			if (ma_runnext_fits(w, rq, my_prio))
+				ma_write_once(&w->runnext, cur);
+			else
+				ma_rq_enqueue_locked(rq, &cur->e);
+		} else if (p == my_prio) {
 			/* Same list: rotate, the bitmap and the counts do not change (nr_taken
 			 * neither: for a spinning worker, the thread yielding waits there as the
 			 * one it takes over from did). */
@@ -528,6 +547,12 @@ int marcel_yield_to(marcel_t t)
 	if (t == cur)
 		return 0;
 	ma_private_publish_pending(w);
+	/* Made or yielded on this VP, it may wait in the runnext slot (ma_runnext_fits). */
+	if (ma_runnext_claim(w, t) && !ma_park_if_suspended(t)) {
+		cur->post = MA_POST_REQUEUE;
+		ma_switch_to(w, cur, t);
+		return 0;
+	}
 	/* Read without the lock, checked again under it. */
 	struct ma_holder *h = ma_read_once(&t->e.ready_holder);
 	if (h && h->type == MA_RUNQUEUE_HOLDER && ma_path_index(w, ma_rq_of_holder(h)) >= 0) {

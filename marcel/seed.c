@@ -193,13 +193,19 @@ int ma_seed_join(struct marcel_task *t, struct ma_waiter *wt)
 		st = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (st != MA_TASK_READY)
 		return 0;
-	if (!ma_entity_claim_ready(&t->e))
+	/* Created by this VP, it may wait in its runnext slot rather than in a queue. */
+	int from_slot = ma_runnext_claim(w, t);
+	if (!from_slot && !ma_entity_claim_ready(&t->e))
 		return 0;
-	/* Read after the claim: whoever queued it last did so under the lock we took. A
-	 * stack means it ran already (and yielded): it goes on where it was. A strategy may
-	 * also have moved it, or its bubble be gathered: it goes where it is expected. */
+	/* Read after the claim: whoever queued it last did so under the lock we took (or it
+	 * is this VP's slot). A stack means it ran already (and yielded): it goes on where it
+	 * was. A strategy may also have moved it, or its bubble be gathered: it goes where it
+	 * is expected. */
 	if (t->stack_base || !ma_task_still_ours(w, t)) {
-		ma_entity_enqueue(&t->e);
+		if (from_slot && ma_task_still_ours(w, t))
+			ma_write_once(&w->runnext, t);
+		else
+			ma_entity_enqueue(&t->e);
 		return 0;
 	}
 run:;

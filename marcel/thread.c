@@ -71,7 +71,7 @@ static struct ma_runqueue *ma_rq_for_policy(struct ma_worker *w, int policy)
 			unsigned vp = (cur + i) % n;
 			struct ma_worker *o = &ma_rt.workers[vp];
 			/* An estimate read without the queue's lock. */
-			unsigned load = ma_read_once(&o->rq.nr_ready) +
+			unsigned load = ma_worker_nr_ready(o) +
 					(atomic_load_explicit(&o->state, memory_order_relaxed) == MA_WORKER_BUSY);
 			if (load < best_load) {
 				best_load = load;

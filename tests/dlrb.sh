@@ -13,7 +13,8 @@
 #   MARCEL_DLRB_REPORT=FILE writes the report there;
 # - balancing (the default): on a synthetic node of 2 cores of 2 hardware threads
 #   (MARCEL_TOPOLOGY, decided and reported, not bound), MetBench's 2 heavy ranks are
-#   placed on different cores, each beside a light one, and raised 2 levels above it;
+#   placed on different cores, each beside a light one, and raised 2 levels above it (in
+#   one of up to 3 runs);
 #   with no imbalance, or no iterations, nothing is decided; on this machine, ranks started
 #   with both heavy ones on one CPU are rebound so that each CPU has one heavy rank (in
 #   one of up to 3 runs: the utilisations are measured on a shared machine), and
@@ -145,16 +146,28 @@ if why=$(sh "$binder" "$work/bind.sh" half 2>&1) && sh "$binder" "$work/pair.sh"
 	# A synthetic node: decided and reported, not bound. Its ranks run paired on this
 	# machine, so that what is measured stays what the synthetic node would see (two
 	# heavy ranks time-sharing a CPU would swing between 33% and 100% busy).
-	run 4 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$work/pair.sh" $prog $args
-	p=$(placed "$out")
-	l=$(levels "$out")
-	# VPs 2c and 2c+1 share core c: heavy 2 and 3 on different cores, light 0 and 1 too.
-	echo "$p" | awk '{ for (i = 1; i <= NF; i++) { split($i, x, ":"); c[x[1]] = int(x[2] / 2) } }
-		END { exit !(c[2] != c[3] && c[0] != c[1]) }' ||
-		bad "balance on core:2 pu:2: heavy ranks not on different cores, each beside a light one (placed: '$p'):
+	# A round the kernel disturbs late in a run can look like a phase change, which resets
+	# the levels with no round left to raise them again: up to 3 runs, one of which must
+	# end placed and raised right.
+	tries=0
+	while :; do
+		run 4 -x LD_PRELOAD="$preload" -x MARCEL_TOPOLOGY="core:2 pu:2" "$work/pair.sh" $prog $args
+		p=$(placed "$out")
+		l=$(levels "$out")
+		# VPs 2c and 2c+1 share core c: heavy 2 and 3 on different cores, light 0 and 1 too.
+		placed_ok=0
+		echo "$p" | awk '{ for (i = 1; i <= NF; i++) { split($i, x, ":"); c[x[1]] = int(x[2] / 2) } }
+			END { exit !(c[2] != c[3] && c[0] != c[1]) }' && placed_ok=1
+		[ $placed_ok = 1 ] && [ "$l" = "0:0 1:0 2:2 3:2" ] && break
+		tries=$((tries + 1))
+		echo "dlrb: balance on core:2 pu:2: run $tries ended placed '$p', levels '$l' (load average $(cut -d' ' -f1 /proc/loadavg))"
+		[ $tries -lt 3 ] && continue
+		[ $placed_ok = 1 ] || bad "balance on core:2 pu:2: heavy ranks not on different cores, each beside a light one (placed: '$p'):
 $out"
-	[ "$l" = "0:0 1:0 2:2 3:2" ] || bad "balance on core:2 pu:2: last levels '$l', expected 0:0 1:0 2:2 3:2:
+		[ "$l" = "0:0 1:0 2:2 3:2" ] || bad "balance on core:2 pu:2: last levels '$l', expected 0:0 1:0 2:2 3:2:
 $out"
+		break
+	done
 	printf '%s\n' "$out" | grep -q "binding off (not this machine)" || bad "balance on core:2 pu:2: bound ranks:
 $out"
 	# Two balancing groups (MARCEL_DLRB_GROUP=2: the multi-node path on one machine), each a
