@@ -1170,16 +1170,22 @@ static __attribute__((noinline)) int ma_bubble_task_new_slow(struct ma_worker *w
 	return ma_bubble_adopt_new(t, attr, b, rq, start);
 }
 
-/* No call on the way to a private bubble but the tail calls: a level of a recursion
- * comes here twice, and registers saved for a call would cost each level. */
+int ma_bubble_task_new_rooted(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+			      struct ma_runqueue *rq, int start)
+{
+	ma_task_born(w, t, pid);
+	return ma_bubble_adopt_new(t, attr, NULL, rq, start);
+}
+
+/* No call on the way to a private bubble, or out of the tree, but the tail calls: a level
+ * of a recursion comes here twice, and registers saved for a call would cost each level. */
 int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
 		       struct ma_runqueue *rq, int start)
 {
 	struct ma_bubble *b = attr ? ma_bubble_of(attr->natural_bubble) : NULL;
 	/* Outside the tree while nothing looks at it (free.c). */
-	if (!b && ma_likely(!atomic_load_explicit(&ma_tree_wanted, memory_order_relaxed)) &&
-	    ma_likely(!ma_free_task_new(w, t, pid, rq, start)))
-		return 0;
+	if (!b && ma_likely(!atomic_load_explicit(&ma_tree_wanted, memory_order_relaxed)))
+		return ma_free_task_new(w, t, pid, attr, rq, start);
 	if (b && ma_unlikely(ma_load_acquire(&b->magic) != MA_BUBBLE_MAGIC))
 		return ma_bubble_task_new_slow(w, t, pid, attr, rq, start);
 	ma_task_born(w, t, pid);

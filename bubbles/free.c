@@ -88,12 +88,12 @@ static struct ma_holder *ma_free_holder(struct marcel_task *t, struct ma_runqueu
 	return h->type == MA_RUNQUEUE_HOLDER ? h : NULL;
 }
 
-int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, struct ma_runqueue *rq,
-		     int start)
+int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+		     struct ma_runqueue *rq, int start)
 {
 	struct ma_holder *h = start ? ma_free_holder(t, rq) : NULL;
 	if (start && !h)
-		return -1;
+		return ma_bubble_task_new_rooted(w, t, pid, attr, rq, start);
 	ma_task_born(w, t, pid);
 	if (start) {
 		ma_store_release(&t->e.sched_holder, h);

@@ -388,11 +388,15 @@ extern atomic_int ma_tree_wanted MA_HIDDEN;
  * (once per runtime; a load after that). Takes the tree lock: not with it or a bubble's
  * lock held. */
 void ma_tree_want(void) MA_HIDDEN;
-/* ma_bubble_task_new for a thread that names no bubble while the tree is not wanted: 0
- * (born, started if `start`), or -1 (nothing done) if the root sends its members to no
- * queue now. */
-int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, struct ma_runqueue *rq,
-		     int start) MA_HIDDEN;
+/* ma_bubble_task_new for a thread that names no bubble while the tree is not wanted: born,
+ * and started if `start`; if the root sends its members to no queue now, it becomes the
+ * root's member instead (ma_bubble_task_new_rooted). Its result is ma_bubble_task_new's. */
+int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+		     struct ma_runqueue *rq, int start) MA_HIDDEN;
+/* ma_bubble_task_new for a thread that names no bubble, in the tree: born, and made its
+ * creator's children bubble's member or the root's (bubble.c). */
+int ma_bubble_task_new_rooted(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, const marcel_attr_t *attr,
+			      struct ma_runqueue *rq, int start) MA_HIDDEN;
 /* marcel_wake_up_created_thread of a thread read with no bubble: 0 (started), EINVAL (not
  * BORN), or EAGAIN: it is the root's member now, start it as such. */
 int ma_free_task_start(struct marcel_task *t) MA_HIDDEN;

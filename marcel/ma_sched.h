@@ -758,13 +758,20 @@ static inline void ma_rq_dequeue_locked(struct ma_runqueue *rq, struct ma_entity
 	ma_write_once(&e->ready_holder, NULL);
 }
 
-/* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued;
- * NULL if none. */
-struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio) MA_HIDDEN;
-/* The same, looking first in rq (a queue ma_pick_next just chose). */
+/* find_next: the most urgent ready task w may run, with priority <= worst_prio, dequeued,
+ * looking first in rq (a queue ma_pick_next just chose) if not NULL; NULL if none. */
 struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct ma_runqueue *rq) MA_HIDDEN;
-/* For a task just taken to run: if marcel_suspend asked, parks it and returns 1. */
-int ma_park_if_suspended(struct marcel_task *t) MA_HIDDEN;
+static inline struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
+{
+	return ma_find_next_in(w, worst_prio, NULL);
+}
+/* For a task just taken to run: if marcel_suspend asked, parks it and returns 1. The
+ * test is inline: it is all a switch pays when no suspension was asked. */
+int ma_park_suspended(struct marcel_task *t) MA_HIDDEN;
+static inline int ma_park_if_suspended(struct marcel_task *t)
+{
+	return ma_unlikely(atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed) != 0) && ma_park_suspended(t);
+}
 
 /* The queue holding the best candidate with priority <= worst_prio on w's path, or NULL;
  * *far: the farthest other queue whose best candidate is as urgent, or NULL. Lock-free:

@@ -80,10 +80,8 @@ int ma_rq_enqueue(struct ma_runqueue *rq, struct ma_entity *e)
 /* A suspended task picked from a queue is parked instead of run (marcel_suspend).
  * Parked first, checked again after: marcel_resume clears the request first and takes
  * the parked flag after, so exactly one side requeues it. */
-int ma_park_if_suspended(struct marcel_task *t)
+int ma_park_suspended(struct marcel_task *t)
 {
-	if (ma_likely(!atomic_load_explicit(&t->req.suspend_req, memory_order_relaxed)))
-		return 0;
 	atomic_store(&t->state, MA_TASK_SUSPENDED);
 	atomic_store(&t->parked, 1);
 	if (atomic_load(&t->req.suspend_req))
@@ -93,11 +91,6 @@ int ma_park_if_suspended(struct marcel_task *t)
 		return 0;
 	}
 	return 1; /* resume took it and queued it again */
-}
-
-struct marcel_task *ma_find_next(struct ma_worker *w, int worst_prio)
-{
-	return ma_find_next_in(w, worst_prio, NULL);
 }
 
 struct marcel_task *ma_find_next_in(struct ma_worker *w, int worst_prio, struct ma_runqueue *first)

@@ -443,12 +443,14 @@ int marcel_yield(void)
 	int prio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
 	struct marcel_task *rn = w->runnext;
 	int rprio = rn ? atomic_load_explicit(&rn->e.prio, memory_order_relaxed) : MA_MAX_PRIO;
-	/* The slot's thread, unless something queued is more urgent (ma_take_runnext's rule). */
-	if (rprio <= my_prio && !ma_peek_next(w, rprio - 1, &prio)) {
+	struct ma_runqueue *q;
+	/* The slot's thread, unless something queued is more urgent (ma_take_runnext's rule);
+	 * one look at the path tells that and whether cur fits in the slot after it. */
+	if (rprio <= my_prio && (!(q = ma_peek_next(w, my_prio, &prio)) || prio >= rprio)) {
 		ma_write_once(&w->runnext, NULL);
 		if (!ma_park_if_suspended(rn)) {
 			struct ma_holder *h = ma_read_once(&cur->e.sched_holder);
-			if (h->type == MA_RUNQUEUE_HOLDER && ma_runnext_fits(w, ma_rq_of_holder(h), my_prio)) {
+			if (!q && h->type == MA_RUNQUEUE_HOLDER && ma_runnext_may(w, ma_rq_of_holder(h))) {
 				/* It takes rn's place: a ping-pong of two threads stays lock-free. */
 				atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
 				ma_write_once(&w->runnext, cur);
