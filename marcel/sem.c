@@ -73,7 +73,12 @@ static inline __attribute__((always_inline)) int ma_sem_take_in(marcel_sem_t *s,
 					atomic_store_explicit(&self->state, MA_TASK_RUNNING, memory_order_relaxed);
 				return 0;
 			}
-			/* No unit: queue as the only waiter. */
+			/* No unit: queue as the only waiter -- if the word is still the empty count.
+			 * A take that lost a race reloads w, which may have become a queue since:
+			 * a compare-and-swap from that queue would replace its waiters by us, and
+			 * they would wait for ever. */
+			if (!ma_sem_counts(w))
+				continue;
 			if (atomic_compare_exchange_strong(ma_sq(s), &w, (uint64_t)(uintptr_t)&n))
 				break;
 		} else if (ma_wq_try_push(ma_sq(s), &w, &n)) {
