@@ -143,6 +143,8 @@ static void ma_hw_drop_locked(unsigned i, unsigned v, const struct ma_hw_why *wh
 		fprintf(stderr, "marcel: hwprio: %s: cannot undo its changes: %s\n", a->b->name, w.s);
 }
 
+static void ma_hw_apply_pending(struct ma_worker *w);
+
 /* The core's hook, after each switch of worker w while hwprio runs, in the context
  * switched to (the core loads the hook relaxed; the fence pairs with the release that
  * published it). */
@@ -159,13 +161,22 @@ static void ma_hw_switched(struct ma_worker *w)
 	}
 	atomic_store_explicit(&s->since, now, memory_order_relaxed);
 	atomic_store_explicit(&s->in_idle, ma_worker_current(w)->is_idle, memory_order_relaxed);
-	unsigned gen = atomic_load_explicit(&s->gen, memory_order_acquire);
-	int level = atomic_load_explicit(&s->level, memory_order_relaxed);
 	/* No lock: a dropped backend's flag may be seen late, and one more priority hint
 	 * after its reset is harmless (the kernel resets the PPR at the next system call). */
 	for (unsigned i = 0; i < ma_hw.n; i++)
 		if (ma_hw.a[i].b->apply_self && !atomic_load_explicit(&ma_hw.a[i].failed, memory_order_relaxed))
 			ma_hw.a[i].b->apply_self(ma_hw.a[i].priv, w->vp, atomic_load_explicit(&s->want[i], memory_order_relaxed));
+	ma_hw_apply_pending(w);
+}
+
+/* Applies VP w->vp's level on w's kernel thread if the policy changed it since w last
+ * did, or w runs on another kernel thread now. Only from code running on w, with
+ * preemption disabled or at a switch (the target is this kernel thread). */
+static void ma_hw_apply_pending(struct ma_worker *w)
+{
+	struct ma_hw_vp *s = &ma_hw.vp[w->vp];
+	unsigned gen = atomic_load_explicit(&s->gen, memory_order_acquire);
+	int level = atomic_load_explicit(&s->level, memory_order_relaxed);
 	if (gen == s->applied_gen && s->applied_carrier == (const void *)w->carrier)
 		return;
 	/* Not preempted from here to the end: the lock is not a marcel lock (a preempted
@@ -194,7 +205,7 @@ static void ma_hw_switched(struct ma_worker *w)
 }
 
 /* Asks VP v for level, want[i] for backend i: its worker applies them at its next
- * switch. */
+ * switch, or at once if it is the one deciding (ma_hw_round). */
 static int ma_hw_vp_set(unsigned v, int level, const int *want)
 {
 	struct ma_hw_vp *s = &ma_hw.vp[v];
@@ -391,8 +402,20 @@ static void ma_hw_round(const void *key, int weak)
 	ma_hw_units(ma_hw.path, ma_hw.st.slot, ma_hw.nb_vps, ma_hw.unit);
 	ma_hw_samples_pool(ma_hw.samples, ma_hw.unit, ma_hw.nb_vps, ma_hw.pooled);
 	ma_hw_policy_step(&ma_hw.params, &ma_hw.st, ma_hw.pooled);
-	if (ma_hw_publish())
+	int changed = ma_hw_publish();
+	if (changed)
 		atomic_fetch_add_explicit(&ma_hw.changes, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&ma_hw.policy_lock);
+	/* The caller's VP may not switch for a long time: the rank that ends a barrier's
+	 * round does not block there, and with a thread per VP nothing else runs. It
+	 * applies its own level now; the others apply theirs when they resume. */
+	if (changed && !marcel_thread_preemption_disable()) {
+		struct ma_worker *w = ma_worker_self();
+		if (w)
+			ma_hw_apply_pending(w);
+		marcel_thread_preemption_enable();
+	}
+	return;
 out:
 	pthread_mutex_unlock(&ma_hw.policy_lock);
 }
