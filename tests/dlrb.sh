@@ -174,11 +174,19 @@ $out"
 	# light rank and a heavy one on a synthetic core of 2 hardware threads, each group's
 	# ranks sharing a CPU of this machine (bind.sh): each group logs its own decisions, and
 	# each raises its heavy rank 2 levels.
-	run 4 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_GROUP=2 -x MARCEL_TOPOLOGY="core:1 pu:2" "$work/bind.sh" "$prog" \
-		--loads 1,4 --unit 3000 --iters 40 --chunks-per-ms 2000
-	nodes=$(printf '%s\n' "$out" | grep -c "^libmarcel-dlrb: node of rank [02]: 2 ranks")
-	groups_ok=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: node of rank/ { n++ } /levels \(local rank:level\)/ { l[n] = $0 }
-		END { ok = n == 2; for (i = 1; i <= 2; i++) { x = l[i]; sub(/.*level\) /, "", x); ok = ok && x == "0:0 1:2" } print ok }')
+	# As above, a late disturbed round can reset a group's levels: up to 3 runs.
+	tries=0
+	while :; do
+		run 4 -x LD_PRELOAD="$preload" -x MARCEL_DLRB_GROUP=2 -x MARCEL_TOPOLOGY="core:1 pu:2" "$work/bind.sh" "$prog" \
+			--loads 1,4 --unit 3000 --iters 40 --chunks-per-ms 2000
+		nodes=$(printf '%s\n' "$out" | grep -c "^libmarcel-dlrb: node of rank [02]: 2 ranks")
+		groups_ok=$(printf '%s\n' "$out" | awk '/^libmarcel-dlrb: node of rank/ { n++ } /levels \(local rank:level\)/ { l[n] = $0 }
+			END { ok = n == 2; for (i = 1; i <= 2; i++) { x = l[i]; sub(/.*level\) /, "", x); ok = ok && x == "0:0 1:2" } print ok }')
+		[ $st -ne 0 ] || [ "$nodes" -ne 2 ] || [ "$groups_ok" = 1 ] && break
+		tries=$((tries + 1))
+		echo "dlrb: MARCEL_DLRB_GROUP=2: run $tries ended with a group's heavy rank not raised (load average $(cut -d' ' -f1 /proc/loadavg))"
+		[ $tries -lt 3 ] || break
+	done
 	# Another program on a CPU slows that group, and the barrier then makes the other
 	# group's ranks wait too: within 20 points, rightly left alone. Not asserted then.
 	if [ $st -ne 0 ] || [ "$nodes" -ne 2 ]; then
