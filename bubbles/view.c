@@ -1255,9 +1255,9 @@ void ma_pick_view_load(struct ma_pick_view *pv, const struct ma_runqueue *rq, st
 	ma_rq_vp_range(rq, &lo, &hi);
 	for (unsigned v = lo; v < hi; v++)
 		if (ma_rq_seen_by(rq, v)) {
-			const struct ma_runqueue *q = &ma_rt.workers[v].rq;
-			x->queued += ma_worker_nr_ready(&ma_rt.workers[v]) +
-				     (unsigned long)atomic_load_explicit(&q->nr_incoming, memory_order_relaxed);
+			const struct ma_worker *o = &ma_rt.workers[v];
+			x->queued += ma_worker_nr_ready(o) +
+				     (unsigned long)atomic_load_explicit(&o->rq.nr_incoming, memory_order_relaxed);
 		}
 	x->running = ma_rq_running(rq, b);
 	/* Queued on rq, which the caller holds, b cannot go; met out of order, it is only

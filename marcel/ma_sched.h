@@ -864,16 +864,16 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
 }
 
 /* Whether a thread of priority prio, ready for queue rq, may wait in w's runnext slot
- * instead (only w calls them, and only w fills its slot; ma_runnext_may is all but the
- * second condition). The slot is then the queue's
+ * instead (only w calls them, and only w fills its slot). The slot is then the queue's
  * tail, in the order threads would have been taken:
  * - rq is w's alone, so no other worker would have taken the thread from it;
  * - nothing is queued on w's path at prio or better, so nothing would have run before it;
  * - no worker is idle: a thread in the slot is invisible to other VPs and to the
  *   strategies, and one looking for work must see it (a worker going idle after this
  *   check sees it at w's next switch, which queues it or runs it).
- * A yield's thread and a new thread wait there: a ping-pong of two threads of one VP then
- * takes no queue lock. Woken threads go there on other terms (ma_make_ready). */
+ * ma_runnext_may is all but the second condition. A yield's thread and a new thread wait
+ * there: a ping-pong of two threads of one VP then takes no queue lock. Woken threads go
+ * there on other terms (ma_make_ready). */
 static inline int ma_runnext_may(const struct ma_worker *w, const struct ma_runqueue *rq)
 {
 	return !w->runnext && rq->nb_vps == 1 && rq->first_vp == w->vp &&

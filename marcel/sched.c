@@ -493,7 +493,7 @@ int marcel_yield(void)
 			 * the queue (ma_runnext_fits), and the next yields of the two swap them
 			 * there without this lock. */
 			ma_rq_dequeue_locked(rq, e);
-			if (ma_runnext_fits(w, rq, my_prio))
+			if (!ma_peek_next(w, my_prio, &prio))
 				ma_write_once(&w->runnext, cur);
 			else
 				ma_rq_enqueue_locked(rq, &cur->e);
