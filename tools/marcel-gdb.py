@@ -443,10 +443,11 @@ def saved_registers(task):
     if not sp:
         return None
     if "x86-64" in arch:
-        # marcel/arch/x86_64/context.S: [mxcsr|fcw] r15 r14 r13 r12 rbx rbp retaddr
-        w = _read_words(sp, 8)
-        return {"r15": w[1], "r14": w[2], "r13": w[3], "r12": w[4], "rbx": w[5], "rbp": w[6],
-                "rip": w[7], "rsp": sp + 64}
+        # marcel/arch/x86_64/ma_arch.h: [mxcsr|fcw] rbp resume-address, then the 128-byte
+        # red zone. The switch declares the other registers clobbered: the function
+        # containing it saved them in its own frame, where its unwind info finds them.
+        w = _read_words(sp, 3)
+        return {"rbp": w[1], "rip": w[2], "rsp": sp + 24 + 128}
     if "aarch64" in arch:
         # marcel/arch/aarch64/context.S: x19..x28 x29 x30 d8..d15 fpcr pad (176 bytes)
         w = _read_words(sp, 12)
