@@ -48,6 +48,7 @@ static void ma_bubble_setup_hot(struct ma_bubble *b, struct ma_worker *w)
 	b->e.last_level = -1;
 	b->hold.type = MA_BUBBLE_HOLDER;
 	ma_spin_init(&b->hold.lock);
+	b->hold.sole_vp1 = 0;
 	b->id = -1;
 	b->uid = MA_TRACE_BUBBLE_TAG | ma_new_id(w);
 	atomic_init(&b->status, MA_BUBBLE_CLOSED);

@@ -560,7 +560,7 @@ int ma_hwprio_start(void)
 		atomic_init(&ma_hw.vp[v].in_idle, v != 0); /* VP 0 runs main; the others wait */
 	}
 	/* Published last: a worker that sees the hook sees everything above. */
-	atomic_store_explicit(&ma_hw_switched_hook, ma_hw_switched, memory_order_release);
+	ma_hook_hw_switched_set(ma_hw_switched);
 	atomic_store_explicit(&ma_hw_iteration_hook, ma_hw_iteration, memory_order_release);
 	return 0;
 }
@@ -571,7 +571,7 @@ void ma_hwprio_quiesce(void)
 {
 	if (!ma_hw.n)
 		return;
-	atomic_store_explicit(&ma_hw_switched_hook, NULL, memory_order_relaxed);
+	ma_hook_hw_switched_set(NULL);
 	atomic_store_explicit(&ma_hw_iteration_hook, NULL, memory_order_relaxed);
 	/* A step under way finishes before the backends are reset. */
 	while (pthread_mutex_trylock(&ma_hw.policy_lock))

@@ -88,6 +88,7 @@ static int ma_build_queues(void)
 		ma_rq_init(&w->rq, name, leaf, (int)v, &ma_rt.rqs[leaf->id]);
 		w->rq.first_vp = v;
 		w->rq.nb_vps = 1;
+		w->rq.hold.sole_vp1 = v + 1;
 		w->path_len = leaf->depth + 2;
 		w->path = malloc(w->path_len * sizeof(*w->path));
 		if (!w->path)
@@ -108,9 +109,13 @@ static int ma_build_queues(void)
 		ma_spin_init(&w->timer_lock);
 		ma_idle_task_init(w);
 	}
-	for (unsigned i = 0; i < topo->nb_levels; i++)
-		if (ma_rt.rqs[i].first_vp == ~0u)
-			ma_rt.rqs[i].first_vp = 0;
+	for (unsigned i = 0; i < topo->nb_levels; i++) {
+		struct ma_runqueue *rq = &ma_rt.rqs[i];
+		if (rq->first_vp == ~0u)
+			rq->first_vp = 0;
+		else if (rq->nb_vps == 1)
+			rq->hold.sole_vp1 = rq->first_vp + 1;
+	}
 	ma_summary_init();
 	return 0;
 }

@@ -36,9 +36,8 @@
 #define ma_cas_acquire(p, expected, desired) \
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)
 
-/* Adds one to an _Atomic counter that only its owner writes (others read it relaxed):
- * a load and a store, not a locked add. */
-#define ma_owner_inc(p) \
-	atomic_store_explicit((p), atomic_load_explicit((p), memory_order_relaxed) + 1, memory_order_relaxed)
+/* Adds one to an _Atomic unsigned long that only its owner writes (others read it
+ * relaxed): not a locked add. Each architecture's ma_arch.h says how. */
+#define ma_owner_inc(p) ma_arch_owner_inc(p)
 
 #endif

@@ -249,14 +249,28 @@ static inline struct marcel_task *ma_hook_pick(struct ma_worker *w, struct ma_ru
 /* hwprio's hook (hwprio/runtime.c): called after every switch of a worker, in the
  * context switched to, while hwprio runs. Set by hwprio's start step (before the
  * carriers start; VP 0 may already switch), cleared by its quiesce step; NULL the rest of
- * the time, which is all a switch then pays: one relaxed load and a predicted branch. */
+ * the time. The switch tests it through ma_switch_watch's hw byte only. */
 extern void (*_Atomic ma_hw_switched_hook)(struct ma_worker *w) MA_HIDDEN;
 
-static inline __attribute__((always_inline)) void ma_hook_hw_switched(struct ma_worker *w)
+static inline void ma_hook_hw_switched(struct ma_worker *w)
 {
 	void (*f)(struct ma_worker *) = atomic_load_explicit(&ma_hw_switched_hook, memory_order_relaxed);
-	if (ma_unlikely(f != NULL))
+	if (f != NULL)
 		f(w);
+}
+
+/* Sets hwprio's switch hook (NULL: clears it). The hook is stored before the byte that
+ * announces it and cleared after: a switch that sees the byte set reads the hook, and
+ * NULL there is harmless. */
+static inline void ma_hook_hw_switched_set(void (*f)(struct ma_worker *))
+{
+	if (f) {
+		atomic_store_explicit(&ma_hw_switched_hook, f, memory_order_release);
+		atomic_store_explicit(&ma_switch_watch.hw, 1, memory_order_relaxed);
+	} else {
+		atomic_store_explicit(&ma_switch_watch.hw, 0, memory_order_relaxed);
+		atomic_store_explicit(&ma_hw_switched_hook, NULL, memory_order_relaxed);
+	}
 }
 
 /* hwprio's iteration hook: called by the thread that completes a barrier round

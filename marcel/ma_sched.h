@@ -31,6 +31,9 @@ enum ma_holder_type { MA_RUNQUEUE_HOLDER, MA_BUBBLE_HOLDER };
 struct ma_holder {
 	enum ma_holder_type type;
 	ma_spinlock_t lock;
+	/* For a run queue that only one worker looks at, that worker's VP + 1; 0 for every
+	 * other holder, so that a zeroed one is none. Set at start (init.c), then constant. */
+	unsigned sole_vp1;
 };
 
 /* A holder that is not a run queue is a unit of the layer above (a closed bubble); this
@@ -641,6 +644,24 @@ static inline uint64_t ma_task_attention(const struct marcel_task *t)
 	       (uintptr_t)atomic_load_explicit(&t->leave_req, memory_order_relaxed);
 }
 
+/*
+ * What every switch must also do while some part of the runtime watches switches: a byte
+ * per watcher, each written by that watcher only, read as one word after every switch
+ * (ma_after_switch), 0 when nobody watches.
+ */
+struct ma_switch_watch {
+	atomic_uchar tls;                 /* MARCEL_DEBUG's TLS check runs (tls_check.c) */
+	atomic_uchar hw;                  /* hwprio's switch hook is set (ma_hooks.h) */
+	unsigned char pad_[2];
+} __attribute__((aligned(4)));
+extern struct ma_switch_watch ma_switch_watch MA_HIDDEN;
+
+static inline uint32_t ma_switch_watched(void)
+{
+	typedef uint32_t __attribute__((may_alias)) word;
+	return __atomic_load_n((const word *)&ma_switch_watch, __ATOMIC_RELAXED);
+}
+
 /* w's count of private bubbles (bubbles/private.c), by w itself, and its attn byte. */
 static inline void ma_worker_set_nb_private(struct ma_worker *w, unsigned n)
 {
@@ -863,10 +884,11 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
 	return best;
 }
 
-/* Whether a thread of priority prio, ready for queue rq, may wait in w's runnext slot
+/* Whether a thread of priority prio, ready for holder h, may wait in w's runnext slot
  * instead (only w calls them, and only w fills its slot). The slot is then the queue's
  * tail, in the order threads would have been taken:
- * - rq is w's alone, so no other worker would have taken the thread from it;
+ * - h is a queue that is w's alone, so no other worker would have taken the thread
+ *   from it;
  * - nothing is queued on w's path at prio or better, so nothing would have run before it;
  * - no worker is idle: a thread in the slot is invisible to other VPs and to the
  *   strategies, and one looking for work must see it (a worker going idle after this
@@ -874,17 +896,17 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
  * ma_runnext_may is all but the second condition. A yield's thread and a new thread wait
  * there: a ping-pong of two threads of one VP then takes no queue lock. Woken threads go
  * there on other terms (ma_make_ready). */
-static inline int ma_runnext_may(const struct ma_worker *w, const struct ma_runqueue *rq)
+static inline int ma_runnext_may(const struct ma_worker *w, const struct ma_holder *h)
 {
-	return !w->runnext && rq->nb_vps == 1 && rq->first_vp == w->vp &&
+	return !w->runnext && h->sole_vp1 == w->vp + 1 &&
 	       !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) &&
 	       !atomic_load_explicit(&ma_rt.nb_idle, memory_order_relaxed);
 }
 
-static inline int ma_runnext_fits(const struct ma_worker *w, const struct ma_runqueue *rq, int prio)
+static inline int ma_runnext_fits(const struct ma_worker *w, const struct ma_holder *h, int prio)
 {
 	int qprio;
-	return ma_runnext_may(w, rq) && !ma_peek_next(w, prio, &qprio);
+	return ma_runnext_may(w, h) && !ma_peek_next(w, prio, &qprio);
 }
 
 /* Takes t out of w's runnext slot if it is there (only w calls it): t is then the
@@ -909,9 +931,8 @@ static inline unsigned ma_worker_nr_ready(const struct ma_worker *o)
  * else queued. A create+join on one VP then takes no queue lock. */
 static inline void ma_task_ready_new(struct ma_worker *w, struct marcel_task *t)
 {
-	struct ma_holder *h = ma_read_once(&t->e.sched_holder);
-	if (w && h->type == MA_RUNQUEUE_HOLDER &&
-	    ma_runnext_fits(w, ma_rq_of_holder(h), atomic_load_explicit(&t->e.prio, memory_order_relaxed))) {
+	if (w && ma_runnext_fits(w, ma_read_once(&t->e.sched_holder),
+				 atomic_load_explicit(&t->e.prio, memory_order_relaxed))) {
 		ma_write_once(&w->runnext, t);
 		return;
 	}

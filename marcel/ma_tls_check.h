@@ -3,16 +3,14 @@
  * thread that leaves data in `__thread` variables and resumes on another kernel thread,
  * which has its own copy of them, is reported once per module.
  *
- * Off (MARCEL_DEBUG unset, or no module to watch), a switch pays one load of a flag
- * that never changes while the runtime runs, and one branch.
+ * Off (MARCEL_DEBUG unset, or no module to watch), a switch pays nothing: it tests
+ * ma_switch_watch, whose tls byte is set while threads are watched.
  */
 #ifndef MA_TLS_CHECK_H
 #define MA_TLS_CHECK_H
 
 #include "ma_sched.h"
 
-/* Set by ma_tls_check_start while threads are watched; read at every switch. */
-extern int ma_tls_watch MA_HIDDEN;
 
 /* At marcel_init with MARCEL_DEBUG=1, on main's kernel thread, before the other kernel
  * threads start: finds the modules to watch. Best effort: on failure it says so on
@@ -34,7 +32,7 @@ void ma_tls_check_switch_slow(struct marcel_task *self, struct marcel_task *from
  */
 static inline void ma_tls_check_switch(struct marcel_task *self, struct marcel_task *from)
 {
-	if (ma_unlikely(ma_read_once(&ma_tls_watch)))
+	if (ma_unlikely(atomic_load_explicit(&ma_switch_watch.tls, memory_order_relaxed)))
 		ma_tls_check_switch_slow(self, from);
 }
 

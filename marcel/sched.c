@@ -18,6 +18,8 @@
 #include "ma_tls_check.h"
 #include "ma_trace.h"
 
+struct ma_switch_watch ma_switch_watch;
+
 /* The exited task's stack is free now; its death was published before the switch. */
 static __attribute__((noinline)) void ma_release_exited(struct ma_worker *w, struct marcel_task *t)
 {
@@ -87,15 +89,26 @@ static inline void ma_finish_switch(struct ma_worker *w, struct marcel_task *pre
 		ma_finish_post(w, prev);
 }
 
+/* The switch's own step and the watchers' (ma_switch_watch), in their order. */
+static __attribute__((noinline)) void ma_after_switch_watched(struct ma_worker *w, struct marcel_task *self,
+							      struct marcel_task *prev)
+{
+	ma_tls_check_switch(self, prev);
+	ma_finish_switch(w, prev);
+	if (atomic_load_explicit(&ma_switch_watch.hw, memory_order_relaxed))
+		ma_hook_hw_switched(w);
+}
+
 /* Work common to every context resuming after a switch (or starting). */
 static inline __attribute__((always_inline)) struct ma_worker *
 ma_after_switch(struct marcel_task *self, struct marcel_task *prev)
 {
 	ma_asan_finish_switch(self->asan_fake_stack, &prev->asan_bottom, &prev->asan_size);
-	ma_tls_check_switch(self, prev);
 	struct ma_worker *w = ma_worker_self();
-	ma_finish_switch(w, prev);
-	ma_hook_hw_switched(w);
+	if (ma_unlikely(ma_switch_watched()))
+		ma_after_switch_watched(w, self, prev);
+	else
+		ma_finish_switch(w, prev);
 	return w;
 }
 
@@ -107,8 +120,9 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 {
 	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	/* A queue of w's path, so served (w is the caller, not disabled: a VP disabled
-	 * meanwhile runs it once and sends it on at its next yield). */
-	if (ma_likely(h == w->took_from))
+	 * meanwhile runs it once and sends it on at its next yield): the one w took t from,
+	 * or one only w looks at (where its runnext slot's threads are scheduled). */
+	if (ma_likely(h == w->took_from) || (h && h->sole_vp1 == w->vp + 1))
 		return 1;
 	if (h && h->type != MA_RUNQUEUE_HOLDER) {
 		/* Held by a closed bubble: where it is served from, if it serves anything. */
@@ -128,11 +142,22 @@ int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t)
 	return ma_still_ours(w, t);
 }
 
-/* Inlined into yield, block and exit: one prologue instead of two on the hot paths. */
-static inline __attribute__((always_inline)) void
-ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
+/* Waits until t's registers are saved by the worker it left. Out of line: the switch
+ * finds them saved but for a cross-VP hand-off caught in its last instructions. */
+static __attribute__((noinline)) void ma_wait_off_cpu(struct marcel_task *t)
 {
-	if (ma_unlikely(next == prev)) {
+	unsigned rounds = 0;
+	while (atomic_load_explicit(&t->on_cpu, memory_order_acquire))
+		ma_spin_backoff(&rounds);
+}
+
+/* Inlined into yield, block and exit: one prologue instead of two on the hot paths.
+ * may_be_prev is a constant: 0 where next cannot be prev (a yield's next was ready while
+ * prev ran). */
+static inline __attribute__((always_inline)) void
+ma_switch_to_inl_(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next, const int may_be_prev)
+{
+	if (may_be_prev && ma_unlikely(next == prev)) {
 		/* It was woken (and queued) before it could leave, and we picked it ourselves. */
 		atomic_store_explicit(&prev->state, MA_TASK_RUNNING, memory_order_relaxed);
 		return;
@@ -151,9 +176,8 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		}
 	}
 	/* Its previous worker may still be saving its registers. */
-	unsigned rounds = 0;
-	while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
-		ma_spin_backoff(&rounds);
+	if (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+		ma_wait_off_cpu(next);
 	if (ma_unlikely(!next->is_idle && !ma_still_ours(w, next))) {
 		/* Moved since we took it: it goes there now rather than after a run here (it
 		 * would only follow the move at its next yield). */
@@ -162,8 +186,8 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 		if (prev == &w->idle)
 			return;
 		next = &w->idle;
-		while (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
-			ma_spin_backoff(&rounds);
+		if (ma_unlikely(atomic_load_explicit(&next->on_cpu, memory_order_acquire)))
+			ma_wait_off_cpu(next);
 	}
 	atomic_store_explicit(&next->on_cpu, 1, memory_order_relaxed);
 	atomic_store_explicit(&next->state, MA_TASK_RUNNING, memory_order_relaxed);
@@ -193,6 +217,8 @@ ma_switch_to_inl(struct ma_worker *w, struct marcel_task *prev, struct marcel_ta
 	*w->errno_loc = prev->saved_errno;
 	ma_sig_check(prev);
 }
+
+#define ma_switch_to_inl(w, prev, next) ma_switch_to_inl_((w), (prev), (next), 1)
 
 void ma_switch_to(struct ma_worker *w, struct marcel_task *prev, struct marcel_task *next)
 {
@@ -327,14 +353,12 @@ static void ma_make_ready(struct marcel_task *t)
 	}
 	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	struct ma_worker *w = ma_worker_self();
-	if (w && !w->runnext && h->type == MA_RUNQUEUE_HOLDER) {
-		struct ma_runqueue *rq = ma_rq_of_holder(h);
-		/* A queue of one VP on w's path is w's own. */
-		if (rq->nb_vps == 1 && atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
-		    !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) && rq->first_vp == w->vp) {
-			ma_write_once(&w->runnext, t);
-			return;
-		}
+	/* A queue only w looks at. */
+	if (w && !w->runnext && h->sole_vp1 == w->vp + 1 &&
+	    atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
+	    !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed)) {
+		ma_write_once(&w->runnext, t);
+		return;
 	}
 	ma_entity_enqueue(&t->e);
 }
@@ -373,8 +397,8 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 	/* Only take over a waiter that last ran here: pulling it from another worker would
 	 * trade its cache for a queue round trip. */
 	struct ma_holder *h = t ? ma_load_acquire(&t->e.sched_holder) : NULL;
-	if (!t || atomic_load_explicit(&t->last_vp, memory_order_relaxed) != (int)w->vp || h->type != MA_RUNQUEUE_HOLDER ||
-	    ma_path_index(w, ma_rq_of_holder(h)) < 0) {
+	if (!t || atomic_load_explicit(&t->last_vp, memory_order_relaxed) != (int)w->vp ||
+	    (h->sole_vp1 != w->vp + 1 && (h->type != MA_RUNQUEUE_HOLDER || ma_path_index(w, ma_rq_of_holder(h)) < 0))) {
 		ma_waiter_wake(wt);
 		return NULL;
 	}
@@ -440,17 +464,18 @@ int marcel_yield(void)
 	struct marcel_task *cur = ma_worker_current(w);
 	if (ma_unlikely(ma_worker_attention(w) | ma_task_attention(cur)) && ma_yield_attend(w, cur))
 		return 0;
-	int prio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
+	int prio, rprio, my_prio = atomic_load_explicit(&cur->e.prio, memory_order_relaxed);
 	struct marcel_task *rn = w->runnext;
-	int rprio = rn ? atomic_load_explicit(&rn->e.prio, memory_order_relaxed) : MA_MAX_PRIO;
 	struct ma_runqueue *q;
 	/* The slot's thread, unless something queued is more urgent (ma_take_runnext's rule);
 	 * one look at the path tells that and whether cur fits in the slot after it. */
-	if (rprio <= my_prio && (!(q = ma_peek_next(w, my_prio, &prio)) || prio >= rprio)) {
+	if (rn && (rprio = atomic_load_explicit(&rn->e.prio, memory_order_relaxed)) <= my_prio &&
+	    (!(q = ma_peek_next(w, my_prio, &prio)) || prio >= rprio)) {
 		ma_write_once(&w->runnext, NULL);
 		if (!ma_park_if_suspended(rn)) {
-			struct ma_holder *h = ma_read_once(&cur->e.sched_holder);
-			if (!q && h->type == MA_RUNQUEUE_HOLDER && ma_runnext_may(w, ma_rq_of_holder(h))) {
+			/* The slot is empty now, and the attention word said w is not disabled. */
+			if (!q && ma_read_once(&cur->e.sched_holder)->sole_vp1 == w->vp + 1 &&
+			    !atomic_load_explicit(&ma_rt.nb_idle, memory_order_relaxed)) {
 				/* It takes rn's place: a ping-pong of two threads stays lock-free. */
 				atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
 				ma_write_once(&w->runnext, cur);
@@ -458,7 +483,7 @@ int marcel_yield(void)
 			} else {
 				cur->post = MA_POST_REQUEUE;
 			}
-			ma_switch_to_inl(w, cur, rn);
+			ma_switch_to_inl_(w, cur, rn, 0);
 			return 0;
 		}
 	}
@@ -488,7 +513,7 @@ int marcel_yield(void)
 			goto slow;
 		}
 		atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);
-		if (p == my_prio && e->run_node.next == &rq->queue[p] && !(bm & (bm - 1)) && ma_runnext_may(w, rq)) {
+		if (p == my_prio && e->run_node.next == &rq->queue[p] && !(bm & (bm - 1)) && ma_runnext_may(w, &rq->hold)) {
 			/* e was all that was queued here: cur waits in the runnext slot instead of
 			 * the queue (ma_runnext_fits), and the next yields of the two swap them
 			 * there without this lock. */
@@ -513,7 +538,7 @@ int marcel_yield(void)
 		ma_spin_unlock(&rq->hold.lock);
 		w->took_from = &rq->hold;
 		cur->post = MA_POST_NONE;
-		ma_switch_to_inl(w, cur, ma_container_of(e, struct marcel_task, e));
+		ma_switch_to_inl_(w, cur, ma_container_of(e, struct marcel_task, e), 0);
 		return 0;
 	}
 slow:;

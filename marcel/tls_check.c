@@ -54,7 +54,6 @@ static struct {
 	atomic_ulong kts;                 /* kernel threads seen: their serial numbers */
 } ma_tls;
 
-int ma_tls_watch;
 
 /* What a kernel thread keeps: the hash of each watched block at the last resumption. */
 struct ma_tls_kt {
@@ -149,7 +148,7 @@ void ma_tls_check_start(void)
 				"past the first %u is not watched\n", ma_tls.skipped, MA_TLS_MAX_MODULES);
 	/* Nothing to watch (the common case of a program without `__thread`): switches
 	 * stay as fast as without MARCEL_DEBUG. */
-	ma_write_once(&ma_tls_watch, ma_tls.n > 0);
+	atomic_store_explicit(&ma_switch_watch.tls, ma_tls.n > 0, memory_order_relaxed);
 }
 
 static void ma_tls_kt_free(void)
@@ -160,7 +159,7 @@ static void ma_tls_kt_free(void)
 
 void ma_tls_check_stop(void)
 {
-	ma_write_once(&ma_tls_watch, 0);
+	atomic_store_explicit(&ma_switch_watch.tls, 0, memory_order_relaxed);
 	for (unsigned i = 0; i < ma_tls.n; i++)
 		free(ma_tls.m[i].name);
 	ma_tls.n = 0;

@@ -2,6 +2,7 @@
 #ifndef MA_ARCH_H
 #define MA_ARCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -50,6 +51,12 @@ static inline uint64_t ma_cycles(void)
 	uint64_t v;
 	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
 	return v;
+}
+
+/* ma_owner_inc (ma_atomic.h): a relaxed load and store. */
+static inline void ma_arch_owner_inc(_Atomic unsigned long *p)
+{
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 #endif

@@ -6,6 +6,7 @@
 #define MA_ARCH_H
 
 #include <fenv.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -44,6 +45,12 @@ static inline uint64_t ma_cycles(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ma_owner_inc (ma_atomic.h): a relaxed load and store. */
+static inline void ma_arch_owner_inc(_Atomic unsigned long *p)
+{
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef MA_ARCH_H
 #define MA_ARCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +88,14 @@ static inline __attribute__((always_inline)) void *ma_ctx_switch(ma_ctx_t *from,
 		  "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)",
 		  "st(4)", "st(5)", "st(6)", "st(7)", "cc", "memory" MA_CTX_CLOBBER_AVX512);
 	return arg;
+}
+
+/* ma_owner_inc (ma_atomic.h): one add to memory. Its store is a single aligned 8-byte
+ * write, which readers see whole; without a lock prefix, as nobody else writes p. A
+ * relaxed load and store would be three instructions. */
+static inline void ma_arch_owner_inc(_Atomic unsigned long *p)
+{
+	__asm__ volatile("incq %0" : "+m"(*(unsigned long *)p));
 }
 
 /* Current MXCSR and x87 control word, packed the way the switch frame stores them. */
