@@ -884,6 +884,86 @@ START_TEST(test_fpu_per_thread)
 }
 END_TEST
 
+/* Values a thread keeps in registers across a switch come back: the switch declares every
+ * register clobbered but the stack and frame pointers (arch/x86_64/ma_arch.h), so what
+ * survives is what the compiler saved. Many integer and floating-point values stay live
+ * across each yield, in two threads yielding to each other on one VP, and the result is
+ * compared with the same computation run without yields. */
+#define REG_ROUNDS 2000
+static void reg_mix(unsigned long seed, int yield, unsigned long out[12], double dout[8])
+{
+	unsigned long a = seed, b = seed * 3, c = seed * 5, d = seed * 7, e = seed * 11, f = seed * 13;
+	unsigned long g = seed * 17, h = seed * 19, i = seed * 23, j = seed * 29, k = seed * 31, l = seed * 37;
+	double x0 = (double)seed, x1 = x0 / 3, x2 = x0 / 5, x3 = x0 / 7, x4 = x0 / 11, x5 = x0 / 13;
+	double x6 = x0 / 17, x7 = x0 / 19;
+	for (int r = 0; r < REG_ROUNDS; r++) {
+		a = a * 6364136223846793005UL + b;
+		b ^= a >> 7;
+		c += b * d;
+		d = (d << 3) ^ e;
+		e += f ^ g;
+		f = f * 31 + h;
+		g ^= i + j;
+		h += k * l;
+		i = (i >> 1) + a;
+		j ^= c;
+		k += e;
+		l = l * 7 + f;
+		x0 = x0 * 0.5 + x1;
+		x1 = x1 * 0.25 + x2 + (double)(a & 7);
+		x2 = x2 * 0.125 + x3;
+		x3 = x3 * 0.5 + x4;
+		x4 = x4 * 0.5 + x5 - (double)(c & 3);
+		x5 = x5 * 0.5 + x6;
+		x6 = x6 * 0.5 + x7;
+		x7 = x7 * 0.5 + x0;
+		if (yield)
+			marcel_yield();
+	}
+	unsigned long v[12] = { a, b, c, d, e, f, g, h, i, j, k, l };
+	double dv[8] = { x0, x1, x2, x3, x4, x5, x6, x7 };
+	memcpy(out, v, sizeof(v));
+	memcpy(dout, dv, sizeof(dv));
+}
+
+struct reg_run {
+	unsigned long seed;
+	unsigned long out[12];
+	double dout[8];
+};
+
+static any_t reg_thread(any_t arg)
+{
+	struct reg_run *r = arg;
+	reg_mix(r->seed, 1, r->out, r->dout);
+	return NULL;
+}
+
+START_TEST(test_registers_survive_switch)
+{
+	ma_test_init();
+	marcel_attr_t a = ma_test_attr_on_vp(ma_test_here());
+	struct reg_run runs[3] = { { .seed = 12345 }, { .seed = 67890 }, { .seed = 4242 } };
+	marcel_t t[3];
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(marcel_create(&t[k], &a, reg_thread, &runs[k]), 0);
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(marcel_join(t[k], NULL), 0);
+	for (int k = 0; k < 3; k++) {
+		unsigned long want[12];
+		double dwant[8];
+		reg_mix(runs[k].seed, 0, want, dwant);
+		for (int v = 0; v < 12; v++)
+			ck_assert_msg(runs[k].out[v] == want[v], "thread %d, integer %d: %lx, expected %lx", k, v,
+				      runs[k].out[v], want[v]);
+		for (int v = 0; v < 8; v++)
+			ck_assert_msg(runs[k].dout[v] == dwant[v], "thread %d, double %d: %a, expected %a", k, v,
+				      runs[k].dout[v], dwant[v]);
+	}
+	marcel_end();
+}
+END_TEST
+
 /* ------------------------------------------------------------------ placement */
 
 /* Yields `rounds` times; returns how often it was not on a VP of `allowed`. */
@@ -1487,6 +1567,7 @@ static void tc_behaviour(TCase *tc)
 	tcase_add_test(tc, test_equal_self);
 	tcase_add_test(tc, test_errno_per_thread);
 	tcase_add_test(tc, test_fpu_per_thread);
+	tcase_add_test(tc, test_registers_survive_switch);
 	tcase_add_test(tc, test_priorities);
 	tcase_add_test(tc, test_yield_to);
 }
