@@ -6,8 +6,11 @@
 
 /*
  * First code a new context runs: ma_ctx_make leaves the entry function and its argument
- * at the stack pointer, which is 16-byte aligned here; the value handed over by the
- * switch (the previous context's arg) arrives in rax. The entry function never returns.
+ * at the stack pointer; popping them leaves it at the stack's 16-byte aligned top, so
+ * that the entry function starts where a call from the top would (its frames lie where
+ * they lay when the switch saved its registers on the stack, which the stack checks of
+ * tests/check_overflow.c rely on). The value handed over by the switch (the previous
+ * context's arg) arrives in rax. The entry function never returns.
  */
 	.globl	ma_ctx_trampoline
 	.hidden	ma_ctx_trampoline
@@ -16,10 +19,11 @@
 ma_ctx_trampoline:
 	.cfi_startproc
 	.cfi_undefined rip
+	popq	%rcx
+	popq	%rsi
 	xorl	%ebp, %ebp
 	movq	%rax, %rdi
-	movq	8(%rsp), %rsi
-	callq	*(%rsp)
+	callq	*%rcx
 	ud2
 	.cfi_endproc
 	.size	ma_ctx_trampoline, .-ma_ctx_trampoline

@@ -111,7 +111,7 @@ static inline uint64_t ma_arch_fpctl(void)
  * Prepares a context that, when first switched to, calls entry(prev_arg, arg) on the
  * stack [stack_base, stack_base + stack_size) with the given FP control state (as
  * returned by ma_arch_fpctl): the switch's frame resuming into ma_ctx_trampoline, then
- * entry and arg, which the trampoline finds at its stack pointer, 16-byte aligned.
+ * entry and arg, which the trampoline pops (context.S).
  */
 static inline void ma_ctx_make(ma_ctx_t *ctx, void *stack_base, size_t stack_size, uint64_t fpctl,
 			       void (*entry)(void *, void *), void *arg)
