@@ -427,13 +427,24 @@ static pthread_t peer_start(void)
 	return th;
 }
 
+/* Ends the peer and waits until its tid names no thread. pthread_join returns once the
+ * kernel has cleared the thread's tid word, which it does early in the thread's exit:
+ * until the exit completes, the tid still finds the thread (sched_getattr succeeds on
+ * it), a window that a loaded machine widens. Bounded: a tid taken again at once would
+ * keep naming a thread. */
 static void peer_end(pthread_t th)
 {
+	pid_t tid = peer.tid;
 	pthread_mutex_lock(&peer.lock);
 	peer.end = 1;
 	pthread_cond_broadcast(&peer.cond);
 	pthread_mutex_unlock(&peer.lock);
 	pthread_join(th, NULL);
+	for (int i = 0; i < 5000; i++) {
+		if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH)
+			return;
+		usleep(1000);
+	}
 }
 
 static struct attr kernel_get(pid_t tid)
