@@ -37,7 +37,10 @@
 	__atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)
 
 /* Adds one to an _Atomic unsigned long that only its owner writes (others read it
- * relaxed): not a locked add. Each architecture's ma_arch.h says how. */
+ * relaxed): not a locked add. Each architecture's ma_arch.h says how: a relaxed load and
+ * store (ma_owner_inc_relaxed), or one add to memory where that is a single store. */
 #define ma_owner_inc(p) ma_arch_owner_inc(p)
+#define ma_owner_inc_relaxed(p) \
+	atomic_store_explicit((p), atomic_load_explicit((p), memory_order_relaxed) + 1, memory_order_relaxed)
 
 #endif

@@ -884,6 +884,12 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
 	return best;
 }
 
+/* Whether holder h is a run queue that only worker w looks at. */
+static inline int ma_holder_only_for(const struct ma_holder *h, const struct ma_worker *w)
+{
+	return h->sole_vp1 == w->vp + 1;
+}
+
 /* Whether a thread of priority prio, ready for holder h, may wait in w's runnext slot
  * instead (only w calls them, and only w fills its slot). The slot is then the queue's
  * tail, in the order threads would have been taken:
@@ -898,7 +904,7 @@ static inline struct ma_runqueue *ma_pick_next(struct ma_worker *w, int worst_pr
  * there on other terms (ma_make_ready). */
 static inline int ma_runnext_may(const struct ma_worker *w, const struct ma_holder *h)
 {
-	return !w->runnext && h->sole_vp1 == w->vp + 1 &&
+	return !w->runnext && ma_holder_only_for(h, w) &&
 	       !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed) &&
 	       !atomic_load_explicit(&ma_rt.nb_idle, memory_order_relaxed);
 }

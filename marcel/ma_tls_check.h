@@ -11,7 +11,6 @@
 
 #include "ma_sched.h"
 
-
 /* At marcel_init with MARCEL_DEBUG=1, on main's kernel thread, before the other kernel
  * threads start: finds the modules to watch. Best effort: on failure it says so on
  * stderr and the runtime runs unwatched. */

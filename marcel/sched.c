@@ -122,7 +122,7 @@ static inline int ma_still_ours(const struct ma_worker *w, const struct marcel_t
 	/* A queue of w's path, so served (w is the caller, not disabled: a VP disabled
 	 * meanwhile runs it once and sends it on at its next yield): the one w took t from,
 	 * or one only w looks at (where its runnext slot's threads are scheduled). */
-	if (ma_likely(h == w->took_from) || (h && h->sole_vp1 == w->vp + 1))
+	if (ma_likely(h == w->took_from) || (h && ma_holder_only_for(h, w)))
 		return 1;
 	if (h && h->type != MA_RUNQUEUE_HOLDER) {
 		/* Held by a closed bubble: where it is served from, if it serves anything. */
@@ -354,7 +354,7 @@ static void ma_make_ready(struct marcel_task *t)
 	struct ma_holder *h = ma_load_acquire(&t->e.sched_holder);
 	struct ma_worker *w = ma_worker_self();
 	/* A queue only w looks at. */
-	if (w && !w->runnext && h->sole_vp1 == w->vp + 1 &&
+	if (w && !w->runnext && ma_holder_only_for(h, w) &&
 	    atomic_load_explicit(&t->last_vp, memory_order_relaxed) == (int)w->vp &&
 	    !atomic_load_explicit(&w->attn.disabled, memory_order_relaxed)) {
 		ma_write_once(&w->runnext, t);
@@ -398,7 +398,7 @@ struct marcel_task *ma_waiter_wake_handoff(struct ma_worker *w, struct ma_waiter
 	 * trade its cache for a queue round trip. */
 	struct ma_holder *h = t ? ma_load_acquire(&t->e.sched_holder) : NULL;
 	if (!t || atomic_load_explicit(&t->last_vp, memory_order_relaxed) != (int)w->vp ||
-	    (h->sole_vp1 != w->vp + 1 && (h->type != MA_RUNQUEUE_HOLDER || ma_path_index(w, ma_rq_of_holder(h)) < 0))) {
+	    (!ma_holder_only_for(h, w) && (h->type != MA_RUNQUEUE_HOLDER || ma_path_index(w, ma_rq_of_holder(h)) < 0))) {
 		ma_waiter_wake(wt);
 		return NULL;
 	}
@@ -474,7 +474,7 @@ int marcel_yield(void)
 		ma_write_once(&w->runnext, NULL);
 		if (!ma_park_if_suspended(rn)) {
 			/* The slot is empty now, and the attention word said w is not disabled. */
-			if (!q && ma_read_once(&cur->e.sched_holder)->sole_vp1 == w->vp + 1 &&
+			if (!q && ma_holder_only_for(ma_read_once(&cur->e.sched_holder), w) &&
 			    !atomic_load_explicit(&ma_rt.nb_idle, memory_order_relaxed)) {
 				/* It takes rn's place: a ping-pong of two threads stays lock-free. */
 				atomic_store_explicit(&cur->state, MA_TASK_READY, memory_order_relaxed);

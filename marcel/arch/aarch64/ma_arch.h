@@ -2,7 +2,6 @@
 #ifndef MA_ARCH_H
 #define MA_ARCH_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,9 +53,6 @@ static inline uint64_t ma_cycles(void)
 }
 
 /* ma_owner_inc (ma_atomic.h): a relaxed load and store. */
-static inline void ma_arch_owner_inc(_Atomic unsigned long *p)
-{
-	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + 1, memory_order_relaxed);
-}
+#define ma_arch_owner_inc(p) ma_owner_inc_relaxed(p)
 
 #endif

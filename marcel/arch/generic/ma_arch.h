@@ -6,7 +6,6 @@
 #define MA_ARCH_H
 
 #include <fenv.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -48,9 +47,6 @@ static inline uint64_t ma_cycles(void)
 }
 
 /* ma_owner_inc (ma_atomic.h): a relaxed load and store. */
-static inline void ma_arch_owner_inc(_Atomic unsigned long *p)
-{
-	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + 1, memory_order_relaxed);
-}
+#define ma_arch_owner_inc(p) ma_owner_inc_relaxed(p)
 
 #endif
