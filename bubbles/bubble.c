@@ -1185,7 +1185,7 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 {
 	struct ma_bubble *b = attr ? ma_bubble_of(attr->natural_bubble) : NULL;
 	/* Outside the tree while nothing looks at it (free.c). */
-	if (!b && ma_likely(!atomic_load_explicit(&ma_tree_wanted, memory_order_relaxed)))
+	if (!b && ma_likely(!atomic_load_explicit(&ma_free_gate.closed, memory_order_relaxed)))
 		return ma_free_task_new(w, t, pid, attr, rq, start);
 	if (b && ma_unlikely(ma_load_acquire(&b->magic) != MA_BUBBLE_MAGIC))
 		return ma_bubble_task_new_slow(w, t, pid, attr, rq, start);
@@ -1515,7 +1515,6 @@ int ma_bubbles_start(void)
 {
 	ma_bubble_hooks_install();
 	ma_spin_init(&ma_bubble_tree_lock);
-	atomic_store(&ma_tree_wanted, 0);
 	/* Strategies compare a bubble's count with numbers of VPs, plus one at most
 	 * (strategies/steal.c): up to there, counts must be exact. */
 	ma_count_cap = (long)ma_rt.nb_vps + 2;
@@ -1531,6 +1530,7 @@ int ma_bubbles_start(void)
 	MA_TRACE(MA_TR_BUBBLE_NEW, r->uid, 0, NULL);
 	struct marcel_task *m = ma_rt.main_task;
 	ma_member_add(r, &m->e, 0);
+	ma_free_open();
 	return 0;
 }
 

@@ -9,31 +9,20 @@
  * made or named, a children bubble asked for, a snapshot, hwprio, or a strategy whose
  * hooks read the root's members (all but those that set ma_strategy.free_threads). Until
  * then a thread created without naming a bubble is *free*: no parent, queued where the
- * root would have sent it. The first look (ma_tree_want) puts every free thread into the
- * root bubble, which then holds everything again, and from then on threads are created
+ * root would have sent it. The core makes and ends such threads itself while its free
+ * gate is open (marcel/ma_hooks.h, which also says how the races with the close are
+ * closed). The first look (ma_tree_want) closes the gate and puts every free thread into
+ * the root bubble, which then holds everything again; from then on threads are created
  * into the tree as before.
  *
- * Races with that first look, which holds the tree lock throughout. Two stores meet two
- * loads, each side storing first, sequentially consistent on both sides, so at least one
- * side sees the other:
- * - a creation stores its thread's state, then reads ma_tree_wanted; the look stores
- *   ma_tree_wanted, then reads each descriptor's state. A creation that saw it unset was
- *   seen by the look, which adopted the thread; one that saw it set adopts its thread
- *   itself, under the tree lock, unless the look already did.
- * - an exit stores t->tree_exit, then reads ma_tree_wanted; the look reads tree_exit
- *   before the state. An exit that saw the flag unset was seen by the look, which left
- *   the thread out; one that saw it set takes the tree lock, so it cannot end while the
- *   look adopts it, and leaves the root if it was put there.
- * A thread being created to start at once is left to its creator while it is BORN: the
- * root must not count as waiting for it (nb_born) a thread its creator starts without
- * the root's lock.
+ * The gate's `home` is where the root sends its members: rqs[0], where the root is opened
+ * at the start. Nothing moves the root while the gate is open: naming it closes the gate
+ * (ma_bubble_get), and the strategies that allow free threads leave the root opened.
  */
 #include <errno.h>
 #include "ma_hooks.h"
 #include "ma_strategy.h"
 #include "ma_trace.h"
-
-atomic_int ma_tree_wanted;
 
 /* Whether t is a free thread the look may adopt (the tree lock held). The loads are in
  * the order the races above need: tree_exit before the state. */
@@ -68,13 +57,28 @@ static void ma_free_adopt_one(struct marcel_task *t, void *arg)
 
 void ma_tree_want(void)
 {
-	if (ma_likely(atomic_load_explicit(&ma_tree_wanted, memory_order_acquire)))
+	if (ma_likely(atomic_load_explicit(&ma_free_gate.closed, memory_order_acquire)))
 		return;
 	ma_tree_lock();
-	if (!atomic_load_explicit(&ma_tree_wanted, memory_order_relaxed)) {
-		atomic_store_explicit(&ma_tree_wanted, 1, memory_order_seq_cst);
+	if (!atomic_load_explicit(&ma_free_gate.closed, memory_order_relaxed)) {
+		atomic_store_explicit(&ma_free_gate.closed, 1, memory_order_seq_cst);
 		ma_threads_walk(ma_free_adopt_one, NULL);
 	}
+	ma_tree_unlock();
+}
+
+void ma_free_open(void)
+{
+	struct ma_holder *h = ma_bubble_holder_for_member(ma_root_bubble);
+	ma_free_gate.home = h->type == MA_RUNQUEUE_HOLDER ? h : NULL;
+	atomic_store(&ma_free_gate.closed, 0);
+}
+
+void ma_free_adopt_late(struct marcel_task *t)
+{
+	ma_tree_lock();
+	if (!ma_read_once(&t->e.natural_holder))
+		ma_free_adopt(t);
 	ma_tree_unlock();
 }
 
@@ -94,21 +98,7 @@ int ma_free_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid, 
 	struct ma_holder *h = start ? ma_free_holder(t, rq) : NULL;
 	if (start && !h)
 		return ma_bubble_task_new_rooted(w, t, pid, attr, rq, start);
-	ma_task_born(w, t, pid);
-	if (start) {
-		ma_store_release(&t->e.sched_holder, h);
-		atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_seq_cst);
-	} else {
-		atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_seq_cst);
-	}
-	if (ma_unlikely(atomic_load_explicit(&ma_tree_wanted, memory_order_seq_cst))) {
-		ma_tree_lock();
-		if (!ma_read_once(&t->e.natural_holder))
-			ma_free_adopt(t);
-		ma_tree_unlock();
-	}
-	if (start)
-		ma_task_ready_new(w, t);
+	ma_free_task_publish(w, t, pid, h);
 	return 0;
 }
 
@@ -134,10 +124,4 @@ int ma_free_task_start(struct marcel_task *t)
 	ma_tree_unlock();
 	ma_entity_enqueue(&t->e);
 	return 0;
-}
-
-int ma_free_task_leave(struct marcel_task *t)
-{
-	atomic_store_explicit(&t->tree_exit, 1, memory_order_seq_cst);
-	return !atomic_load_explicit(&ma_tree_wanted, memory_order_seq_cst);
 }

@@ -21,6 +21,7 @@ void ma_bubble_hooks_install(void)
 		.task_new = ma_bubble_task_new,
 		.task_start = ma_bubble_task_start,
 		.task_end = ma_bubble_task_exit,
+		.adopt_free = ma_free_adopt_late,
 		.describe = ma_bubble_describe,
 		.publish = ma_private_publish_all,
 		.vp_hungry = ma_private_vp_hungry,

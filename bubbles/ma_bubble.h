@@ -382,8 +382,13 @@ int ma_bubble_task_new(struct ma_worker *w, struct marcel_task *t, marcel_t *pid
 int ma_bubble_task_start(struct marcel_task *t, int at_end) MA_HIDDEN;
 /* bubble.c: links e into b's members (b locked), explicitly named or not. */
 void ma_member_add(struct ma_bubble *b, struct ma_entity *e, int explicit_member) MA_HIDDEN;
-/* free.c: threads outside the bubble tree until something looks at it. */
-extern atomic_int ma_tree_wanted MA_HIDDEN;
+/* free.c: threads outside the bubble tree until something looks at it (the core's free
+ * gate, marcel/ma_hooks.h). */
+/* The root's state at the start: free threads may be made, started where its members go.
+ * Before any other thread runs. */
+void ma_free_open(void) MA_HIDDEN;
+/* adopt_free hook: free thread t was born as the gate closed. */
+void ma_free_adopt_late(struct marcel_task *t) MA_HIDDEN;
 /* Something is about to look at the bubble tree: every free thread joins the root bubble
  * (once per runtime; a load after that). Takes the tree lock: not with it or a bubble's
  * lock held. */
@@ -400,9 +405,6 @@ int ma_bubble_task_new_rooted(struct ma_worker *w, struct marcel_task *t, marcel
 /* marcel_wake_up_created_thread of a thread read with no bubble: 0 (started), EINVAL (not
  * BORN), or EAGAIN: it is the root's member now, start it as such. */
 int ma_free_task_start(struct marcel_task *t) MA_HIDDEN;
-/* The exit of a thread read with no bubble: 1 if nothing more is to be done, 0 if the
- * tree may have adopted it (then remove it under the tree lock). */
-int ma_free_task_leave(struct marcel_task *t) MA_HIDDEN;
 /* threads.c */
 void ma_bubble_describe(FILE *out, struct marcel_task *t) MA_HIDDEN;
 /* private.c: publishes every private bubble of w (the caller's VP), oldest first (done

@@ -28,7 +28,10 @@
  *                           | ma_task_born once it accepts t)   |
  *  task_start(t, at_end)    | marcel_wake_up_created_thread,    | none
  *                           | marcel_end (never started)        |
- *  task_end(t)              | ma_task_finish (t ends as itself) | none
+ *  task_end(t)              | ma_task_finish (t ends as itself; | none
+ *                           | not a free thread, gate open)     |
+ *  adopt_free(t)            | marcel_create, free thread t born | none
+ *                           | as the free gate closed           |
  *  describe(out, t)         | ma_print_thread (diagnostics)     | none
  *  publish(w)               | a thread leaves w's processor,    | none
  *                           | marcel_end (w keeps private work) |
@@ -92,8 +95,12 @@ struct ma_hooks {
 	 * to that VP (EAGAIN; it publishes it in its own time). */
 	int (*task_start)(struct marcel_task *t, int at_end);
 	/* t ends, as itself, after its key destructors: it leaves its unit (which may wake a
-	 * joiner of that unit, or free an implicit one). Takes holder locks, never waits. */
+	 * joiner of that unit, or free an implicit one). Takes holder locks, never waits. Not
+	 * called for a free thread while the free gate is open (below). */
 	void (*task_end)(struct marcel_task *t);
+	/* The core published new free thread t, then found the free gate closed: the close
+	 * may have missed t, so the layer above takes it in unless it already has. */
+	void (*adopt_free)(struct marcel_task *t);
 
 	/* Diagnostics: adds to the line about t (marcel_print_threads, marcel_join's and
 	 * marcel_end's reports of waits that may never end) what the layer above knows: its
@@ -175,10 +182,10 @@ static inline int ma_hook_task_new(struct ma_worker *w, struct marcel_task *t, m
 	return ma_hooks.task_new(w, t, pid, attr, rq, start);
 }
 
-/* New thread t becomes visible (the task_new hook calls it once it accepted t): counted
- * as created (before it can end: marcel_end's count of live threads relies on it), its
- * handle given out (before it can run: the program may hand it to the thread), BORN. */
-static inline void ma_task_born(struct ma_worker *w, struct marcel_task *t, marcel_t *pid)
+/* New thread t is counted as created (before it can end: marcel_end's count of live
+ * threads relies on it) and its handle given out (before it can run: the program may hand
+ * it to the thread). Its state, stored next, makes it visible. */
+static inline void ma_task_count_born(struct ma_worker *w, struct marcel_task *t, marcel_t *pid)
 {
 	if (w)
 		atomic_store_explicit(&w->nb_created, w->nb_created + 1, memory_order_relaxed);
@@ -188,7 +195,76 @@ static inline void ma_task_born(struct ma_worker *w, struct marcel_task *t, marc
 		atomic_fetch_add(&ma_rt.posix_live, 1);
 	if (pid)
 		*pid = t;
+}
+
+/* New thread t becomes visible (the task_new hook calls it once it accepted t): counted,
+ * its handle given out, BORN. */
+static inline void ma_task_born(struct ma_worker *w, struct marcel_task *t, marcel_t *pid)
+{
+	ma_task_count_born(w, t, pid);
 	atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_release);
+}
+
+/* ---- free threads ----
+ *
+ * A thread created without naming a bubble is *free* while the layer above lets it be:
+ * it belongs to no unit, and the core creates it and ends it without a call up (a third
+ * of a create and join was the membership nobody read, doc/design.md "The core's hot
+ * paths against Argobots"). The layer above opens the free gate at its start, naming
+ * the queue free threads start on (`home`, NULL: it is asked for each thread), and
+ * closes it at the first look at its tree, then takes in every live free thread
+ * (bubbles/free.c). `home` is written only while no other thread runs; the layer above
+ * keeps it where it would send such a thread for as long as the gate is open.
+ *
+ * The close races with creations and exits. Two stores meet two loads, each side storing
+ * first, sequentially consistent on both sides, so at least one side sees the other:
+ * - a creation stores its thread's state, then reads `closed`; the close stores `closed`,
+ *   then reads each descriptor's state. A creation that saw the gate open was seen by the
+ *   close's walk; one that saw it closed asks the layer above to take its thread in
+ *   (adopt_free), which that walk may have done already.
+ * - an exit stores t->tree_exit, then reads `closed`; the walk reads tree_exit before the
+ *   state. An exit that saw the gate open was seen by the walk, which left the thread
+ *   out; one that saw it closed tells the layer above (task_end).
+ * A thread created not to start (BORN) is left to whoever starts it. */
+struct ma_free_gate {
+	atomic_int closed;
+	struct ma_holder *home;
+};
+extern struct ma_free_gate ma_free_gate MA_HIDDEN;
+
+static inline int ma_free_gate_closed(void)
+{
+	return atomic_load_explicit(&ma_free_gate.closed, memory_order_seq_cst);
+}
+
+/* Publishes new free thread t: READY on holder h and made runnable, or BORN if h is NULL.
+ * A close it raced with may have missed it: then the layer above takes it in. */
+static inline void ma_free_task_publish(struct ma_worker *w, struct marcel_task *t, marcel_t *pid,
+					struct ma_holder *h)
+{
+	ma_task_count_born(w, t, pid);
+	if (h) {
+		ma_store_release(&t->e.sched_holder, h);
+		atomic_store_explicit(&t->state, MA_TASK_READY, memory_order_seq_cst);
+	} else {
+		atomic_store_explicit(&t->state, MA_TASK_BORN, memory_order_seq_cst);
+	}
+	if (ma_unlikely(ma_free_gate_closed()))
+		ma_hooks.adopt_free(t);
+	if (h)
+		ma_task_ready_new(w, t);
+}
+
+/* Ending thread t: 1 if it is free and the gate still open, so the layer above need not
+ * hear of it; else 0 (task_end follows, which may call this again to the same effect).
+ * While the gate is open only creation gives a thread a unit, so a thread without one
+ * then is free. */
+static inline int ma_free_task_leave(struct marcel_task *t)
+{
+	if (t->is_idle || ma_read_once(&t->e.natural_holder))
+		return 0;
+	atomic_store_explicit(&t->tree_exit, 1, memory_order_seq_cst);
+	return !ma_free_gate_closed();
 }
 
 static inline int ma_hook_task_start(struct marcel_task *t, int at_end)

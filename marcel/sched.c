@@ -610,7 +610,14 @@ void ma_task_finish(struct marcel_task *t, any_t retval)
 		atomic_fetch_or(&t->cancel, MA_CANCEL_ENDING);
 		ma_keys_exit(t);
 	}
-	ma_hook_task_end(t);
+	if (ma_likely(ma_free_task_leave(t))) {
+		/* An inline seed's run ends before any switch would charge it (seed.c). */
+		struct ma_worker *w;
+		if (ma_unlikely(t->inline_run) && (w = ma_worker_self()) != NULL)
+			ma_cpu_charge(w, t);
+	} else {
+		ma_hook_task_end(t);
+	}
 	MA_TRACE(MA_TR_THREAD_END, t->id, 0, t->name);
 	atomic_store_explicit(&t->state, MA_TASK_DEAD, memory_order_relaxed);
 }

@@ -98,6 +98,8 @@ uint64_t ma_new_id_slow(struct ma_worker *w)
 	return w->id_next++;
 }
 
+struct ma_free_gate ma_free_gate;
+
 enum { MA_CREATE_DONTSCHED = 1, MA_CREATE_POSIX = 2 };
 
 static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t func, any_t arg,
@@ -175,6 +177,13 @@ static int ma_create(marcel_t *pid, const marcel_attr_t *attr, marcel_func_t fun
 	/* Traced here rather than in ma_task_born: a call there would cost every spawn the
 	 * registers it needs around it. A thread refused by the layer above ends at once. */
 	MA_TRACE(MA_TR_THREAD_NEW, t->id, 0, t->name);
+	/* Free (ma_hooks.h): no call up. */
+	struct ma_holder *home = rq ? &rq->hold : ma_read_once(&ma_free_gate.home);
+	if (ma_likely(home && !dontsched && !(attr && attr->natural_bubble) &&
+		      !atomic_load_explicit(&ma_free_gate.closed, memory_order_relaxed))) {
+		ma_free_task_publish(w, t, pid, home);
+		return 0;
+	}
 	/* The layer above makes it visible (ma_task_born) once it accepts it. */
 	int e = ma_hook_task_new(w, t, pid, attr, rq, !dontsched);
 	if (ma_unlikely(e)) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "ma_test.h"
 #include "ma_bubble.h"
+#include "ma_hooks.h"
 
 static marcel_sem_t go;
 
@@ -49,7 +50,7 @@ static unsigned root_threads(void)
 START_TEST(free_until_a_bubble)
 {
 	ma_test_init_with(NULL, "burst");
-	ck_assert_int_eq(atomic_load(&ma_tree_wanted), 0);
+	ck_assert_int_eq(atomic_load(&ma_free_gate.closed), 0);
 	marcel_sem_init(&go, 0);
 	marcel_t t;
 	ck_assert_int_eq(marcel_create(&t, NULL, wait_go, (any_t)7), 0);
@@ -59,7 +60,7 @@ START_TEST(free_until_a_bubble)
 	ck_assert_uint_eq(root_threads(), 1); /* main */
 	marcel_bubble_t b;
 	ck_assert_int_eq(marcel_bubble_init(&b), 0);
-	ck_assert_int_eq(atomic_load(&ma_tree_wanted), 1);
+	ck_assert_int_eq(atomic_load(&ma_free_gate.closed), 1);
 	ck_assert_ptr_eq(ma_entity_parent(&t->e), ma_root_bubble);
 	ck_assert_uint_eq(root_threads(), 2);
 	/* From now on creations go into the tree: main's children bubble. */
@@ -86,14 +87,14 @@ END_TEST
 START_TEST(strategies_that_look)
 {
 	ma_test_init_with(NULL, "spread");
-	ck_assert_int_eq(atomic_load(&ma_tree_wanted), 1);
+	ck_assert_int_eq(atomic_load(&ma_free_gate.closed), 1);
 	marcel_t t;
 	ck_assert_int_eq(marcel_create(&t, NULL, nothing, NULL), 0);
 	ck_assert_int_eq(marcel_join(t, NULL), 0);
 	marcel_end();
 
 	ma_test_init_with(NULL, "null");
-	ck_assert_int_eq(atomic_load(&ma_tree_wanted), 0);
+	ck_assert_int_eq(atomic_load(&ma_free_gate.closed), 0);
 	marcel_sem_init(&go, 0);
 	ck_assert_int_eq(marcel_create(&t, NULL, wait_go, NULL), 0);
 	ck_assert_ptr_null(ma_entity_parent(&t->e));
