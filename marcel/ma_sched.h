@@ -1097,6 +1097,7 @@ void ma_stack_unmap(void *base, size_t size) MA_HIDDEN;
 /* Descriptors per chunk: chunks are never freed while the runtime runs, so walking them
  * (ma_threads_walk) finds every descriptor. */
 #define MA_TASK_CHUNK 64
+#define MA_TASK_CHUNK_BYTES (MA_TASK_CHUNK * sizeof(struct marcel_task))
 struct marcel_task *ma_task_alloc_slow(struct ma_worker *w) MA_HIDDEN;
 /* A descriptor from w's list (w: the caller's worker, NULL if none), NULL if memory ran
  * out. Inline: every creation takes one. */
