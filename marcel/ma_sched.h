@@ -1004,9 +1004,6 @@ void ma_idle_loop(void *prev, void *worker) MA_HIDDEN;
 /* What every thread does when it ends, as itself (marcel_exit, an inline seed's end): key
  * destructors, leaving its bubble, the trace; then it is DEAD. */
 void ma_task_finish(struct marcel_task *t, any_t retval) MA_HIDDEN;
-/* ma_task_finish, then publishes the death in t's link word; returns the link's previous
- * value (its joiner's waiter, if any). */
-uintptr_t ma_task_end(struct marcel_task *t, any_t retval) MA_HIDDEN;
 /* Whether w may still run t, which it took off a queue or a cache and has not switched to
  * yet: a strategy may have moved it meanwhile. */
 int ma_task_still_ours(const struct ma_worker *w, const struct marcel_task *t) MA_HIDDEN;
