@@ -216,6 +216,42 @@ START_TEST(first_look_races)
 }
 END_TEST
 
+/* The adopt_free hook, as a creation calls it when it sees the gate closed after it
+ * published its thread: the close's walk may or may not have found that thread. Here the
+ * gate is closed by hand, without a walk (the walk missed it): the hook puts the thread
+ * into the root, once; a second call (the walk found it) changes nothing; and the
+ * thread's end takes it out again, through the task_end hook now that the gate is shut.
+ * The race itself is a few instructions wide and is left to first_look_races. */
+START_TEST(late_adoption)
+{
+	ma_test_init_with(NULL, "burst");
+	marcel_sem_init(&go, 0);
+	marcel_t t;
+	ck_assert_int_eq(marcel_create(&t, NULL, wait_go, (any_t)5), 0);
+	ck_assert_ptr_null(ma_entity_parent(&t->e));
+	ma_tree_lock();
+	atomic_store(&ma_free_gate.closed, 1);
+	ma_tree_unlock();
+	ck_assert_uint_eq(root_threads(), 1); /* main only: nothing walked */
+	ma_hooks.adopt_free(t);
+	ck_assert_ptr_eq(ma_entity_parent(&t->e), ma_root_bubble);
+	ck_assert_uint_eq(root_threads(), 2);
+	ma_hooks.adopt_free(t);
+	ck_assert_uint_eq(root_threads(), 2);
+	marcel_sem_post(&go);
+	any_t r;
+	ck_assert_int_eq(marcel_join(t, &r), 0);
+	ck_assert_ptr_eq(r, (any_t)5);
+	ck_assert_uint_eq(root_threads(), 1);
+	/* And the gate stays shut: a new thread goes into the tree. */
+	ck_assert_int_eq(marcel_create(&t, NULL, nothing, NULL), 0);
+	ck_assert_ptr_nonnull(ma_entity_parent(&t->e));
+	ck_assert_int_eq(marcel_join(t, NULL), 0);
+	marcel_sem_destroy(&go);
+	marcel_end();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("free");
@@ -226,6 +262,7 @@ int main(void)
 	tcase_add_test(tc, snapshot_looks);
 	tcase_add_test(tc, dontsched);
 	tcase_add_test(tc, first_look_races);
+	tcase_add_test(tc, late_adoption);
 	suite_add_tcase(s, tc);
 	return ma_test_run(s);
 }
