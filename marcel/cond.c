@@ -84,8 +84,10 @@ int marcel_cond_destroy(marcel_cond_t *c)
 
 /* A cancellation point (cancel.c): a request pending on entry acts with the mutex held;
  * one that comes while it waits takes it off the queue, then takes the mutex back before
- * acting, so the cleanup handlers run with the mutex held (POSIX). */
-static int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m, uint64_t deadline)
+ * acting, so the cleanup handlers run with the mutex held (POSIX). Inline in both entry
+ * points: the untimed wait, half of every hand-off, loses its deadline tests. */
+static inline __attribute__((always_inline)) int ma_cond_wait(marcel_cond_t *c, marcel_mutex_t *m,
+							      uint64_t deadline)
 {
 	struct ma_worker *w = ma_worker_self();
 	struct marcel_task *self = ma_likely(w != NULL) ? ma_worker_current(w) : NULL;
