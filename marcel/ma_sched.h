@@ -375,8 +375,11 @@ struct ma_worker {
 	/* Per-worker pools: touched only by the worker they belong to. */
 	struct ma_stack *stacks;
 	unsigned nb_stacks;
-	struct marcel_task *tasks;
-	unsigned nb_tasks;
+	/* Free descriptors (task.c): the list allocations pop, its oldest entry, and a full
+	 * spare list with its oldest, so that whole lists move to and from the shared pool
+	 * without a walk. */
+	struct marcel_task *tasks, *tasks_tail, *spare_tasks, *spare_tail;
+	unsigned nb_tasks, nb_spare_tasks;
 	/* Timers of threads that slept or waited with a timeout on this worker (timer.c). */
 	ma_spinlock_t timer_lock;
 	struct ma_timer *timer_root;
