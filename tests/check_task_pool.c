@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "ma_check_run.h"
 #include "ma_white.h"
 
 static any_t nothing(any_t arg)
@@ -149,9 +150,5 @@ int main(void)
 	tcase_add_test(tc, bursts_lose_nothing);
 	tcase_add_test(tc, detached_and_foreign);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ma_check_run(s);
 }
