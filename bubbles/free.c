@@ -25,7 +25,10 @@
 #include "ma_trace.h"
 
 /* Whether t is a free thread the look may adopt (the tree lock held). The loads are in
- * the order the races above need: tree_exit before the state. */
+ * the order the races of the free gate need (marcel/ma_hooks.h): tree_exit before the
+ * state. A BORN thread not made to stay BORN is being put into the tree by its creator
+ * right now (ma_bubble_task_new_rooted): the root must not count as waiting for it
+ * (nb_born) a thread its creator starts without the root's lock, so it is left to it. */
 static int ma_free_adoptable(struct marcel_task *t)
 {
 	if (t->is_idle || ma_read_once(&t->e.natural_holder))

@@ -225,7 +225,7 @@ static inline void ma_task_born(struct ma_worker *w, struct marcel_task *t, marc
  * - an exit stores t->tree_exit, then reads `closed`; the walk reads tree_exit before the
  *   state. An exit that saw the gate open was seen by the walk, which left the thread
  *   out; one that saw it closed tells the layer above (task_end).
- * A thread created not to start (BORN) is left to whoever starts it. */
+ * A free thread made not to start stays BORN, and the walk takes it in like the others. */
 struct ma_free_gate {
 	atomic_int closed;
 	struct ma_holder *home;

@@ -109,17 +109,21 @@ struct marcel_task *ma_task_alloc_slow(struct ma_worker *w)
 	return t;
 }
 
+/* Puts the list first..last of n descriptors into the shared pool. */
+static void ma_task_give_shared(struct marcel_task *first, struct marcel_task *last, unsigned n)
+{
+	ma_spin_lock(&ma_rt.pool_lock);
+	last->pool_next = ma_rt.tasks;
+	ma_rt.tasks = first;
+	ma_rt.nb_tasks += n;
+	ma_spin_unlock(&ma_rt.pool_lock);
+}
+
 /* w's list just grew past MA_TASK_LIST: it becomes the spare. */
 static __attribute__((noinline)) void ma_task_spill(struct ma_worker *w)
 {
-	struct marcel_task *give = w->spare_tasks;
-	if (give) {
-		ma_spin_lock(&ma_rt.pool_lock);
-		w->spare_tail->pool_next = ma_rt.tasks;
-		ma_rt.tasks = give;
-		ma_rt.nb_tasks += w->nb_spare_tasks;
-		ma_spin_unlock(&ma_rt.pool_lock);
-	}
+	if (w->spare_tasks)
+		ma_task_give_shared(w->spare_tasks, w->spare_tail, w->nb_spare_tasks);
 	w->spare_tasks = w->tasks;
 	w->spare_tail = w->tasks_tail;
 	w->nb_spare_tasks = w->nb_tasks;
@@ -169,11 +173,7 @@ void ma_task_free(struct ma_worker *w, struct marcel_task *t)
 	if (ma_read_once(&t->e.ready_holder))
 		ma_write_once(&t->e.ready_holder, NULL);
 	if (!w) {
-		ma_spin_lock(&ma_rt.pool_lock);
-		t->pool_next = ma_rt.tasks;
-		ma_rt.tasks = t;
-		ma_rt.nb_tasks++;
-		ma_spin_unlock(&ma_rt.pool_lock);
+		ma_task_give_shared(t, t, 1);
 		return;
 	}
 	if (!w->tasks)
